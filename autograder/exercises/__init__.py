@@ -1,0 +1,37 @@
+"""The exercise registry: one module per notebook topic, found by the id's prefix.
+
+``get("attention.forward")`` imports ``autograder/exercises/attention.py`` and returns the
+``Exercise`` with that id from its ``EXERCISES`` list. Adding a notebook means adding one
+module here; nothing else needs to change.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from autograder.exercise import Exercise
+
+
+def _module(topic: str):
+    return importlib.import_module(f"{__name__}.{topic}")
+
+
+def get(exercise_id: str) -> Exercise:
+    """The exercise with this id; KeyError with the known ids when there is none."""
+    topic = exercise_id.split(".", 1)[0]
+    try:
+        exercises = _module(topic).EXERCISES
+    except ModuleNotFoundError:
+        raise KeyError(f"no exercise topic {topic!r}; known topics: {', '.join(topics())}")
+    for ex in exercises:
+        if ex.id == exercise_id:
+            return ex
+    raise KeyError(f"no exercise {exercise_id!r}; known: {', '.join(e.id for e in exercises)}")
+
+
+def topics() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules(__path__))
+
+
+def all_exercises() -> list[Exercise]:
+    return [ex for topic in topics() for ex in _module(topic).EXERCISES]
