@@ -4,6 +4,8 @@ Set by the environment variable ``COURSE_MODE``:
 - ``full`` (default): what a learner runs; training cells train for real.
 - ``ci``: the test suite; every cell runs, long loops are cut short.
 - ``grade``: the autograder; long cells do the least that keeps later cells working.
+  nbgrader sets ``NBGRADER_EXECUTION`` while it runs a notebook, which selects this mode
+  when ``COURSE_MODE`` is not set.
 Graded exercises never depend on training results, so the mode never changes a score.
 """
 from __future__ import annotations
@@ -14,7 +16,8 @@ MODES = ("full", "ci", "grade")
 
 
 def mode() -> str:
-    value = os.environ.get("COURSE_MODE", "full")
+    default = "grade" if os.environ.get("NBGRADER_EXECUTION") else "full"
+    value = os.environ.get("COURSE_MODE", default)
     if value not in MODES:
         raise ValueError(f"COURSE_MODE={value!r}; expected one of {', '.join(MODES)}")
     return value

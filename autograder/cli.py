@@ -1,0 +1,90 @@
+"""The ``autograder`` command: generate, submit, grade.
+
+    autograder generate [ASSIGNMENT ...]           regenerate notebooks/ from solutions/
+    autograder submit NOTEBOOK [--json]            grade one notebook (exit 1 below full marks)
+    autograder grade SUBMISSIONS -a ASSIGNMENT     grade a class into the gradebook, export CSV
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import warnings
+from pathlib import Path
+
+
+def _quiet() -> None:
+    """nbgrader's gradebook and the kernel manager warn about internals no user can act on."""
+    warnings.filterwarnings("ignore")
+    logging.getLogger("traitlets").setLevel(logging.ERROR)
+
+
+def cmd_generate(args) -> int:
+    from autograder.release import generate
+
+    for path in generate(args.assignments or None):
+        print(f"wrote {path}")
+    return 0
+
+
+def cmd_submit(args) -> int:
+    from autograder.grading import GradingError, grade_notebook
+
+    notebook = Path(args.notebook)
+    feedback = Path(args.feedback) if args.feedback else notebook.with_name(notebook.stem + "_feedback.html")
+    try:
+        result = grade_notebook(notebook, args.assignment, feedback_to=feedback)
+    except GradingError as err:
+        print(f"autograder: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(result.table())
+        for e in result.exercises:
+            if e.points < e.max_points:
+                print(f"\n{e.id}:\n  " + "\n  ".join(e.messages))
+        print(f"\nFeedback report: {result.feedback_html}")
+    return 0 if result.total >= result.max_total else 1
+
+
+def cmd_grade(args) -> int:
+    from autograder.classroom import grade_class
+
+    csv = grade_class(Path(args.submissions), args.assignment, jobs=args.jobs,
+                      csv_path=Path(args.csv))
+    print(f"grades written to {csv}")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="autograder", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("generate", help="regenerate notebooks/ from solutions/")
+    p.add_argument("assignments", nargs="*", help="e.g. 02_attention (default: all)")
+    p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("submit", help="grade one notebook and write an HTML feedback report")
+    p.add_argument("notebook")
+    p.add_argument("-a", "--assignment", help="e.g. 02_attention (default: from the file name)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--feedback", help="where to write the HTML report (default: beside the notebook)")
+    p.set_defaults(func=cmd_submit)
+
+    p = sub.add_parser("grade", help="grade a folder or zip of submissions (instructor)")
+    p.add_argument("submissions", help="nbgrader submitted/ folder, a flat folder or a .zip of notebooks")
+    p.add_argument("-a", "--assignment", required=True)
+    p.add_argument("-j", "--jobs", type=int, default=2, help="notebooks graded in parallel")
+    p.add_argument("--csv", default="grades.csv", help="where to export the grades")
+    p.set_defaults(func=cmd_grade)
+
+    args = parser.parse_args(argv)
+    _quiet()
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""The nbgrader configuration of the course, shared by every entry point.
+
+The repository root is an nbgrader course directory: ``solutions/`` is nbgrader's source
+directory and ``notebooks/`` its release directory, so ``nbgrader generate_assignment``,
+``autograde``, ``formgrader`` and ``export`` all work from the root (``nbgrader_config.py``
+there calls ``configure``). ``autograder submit`` uses the same settings in a scratch
+course directory whose ``solutions`` is a link to this repository's.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Execute,
+                                    IgnorePattern, LimitOutput, SaveAutoGrades)
+
+from autograder.nbgrader_plugin import JudgeOutputs
+
+REPO = Path(__file__).resolve().parent.parent
+SOLUTIONS = REPO / "solutions"
+RELEASE = REPO / "notebooks"
+HEADER = Path(__file__).resolve().parent / "release_header.ipynb"
+
+
+def _alembic_on_path() -> None:
+    """nbgrader's gradebook runs the ``alembic`` command; find it beside this Python."""
+    bindir = str(Path(sys.executable).parent)
+    if shutil.which("alembic") is None and Path(bindir, "alembic").exists():
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+
+
+def configure(c, root: Path = REPO) -> None:
+    """Fill an nbgrader ``Config`` object ``c`` for a course directory at ``root``."""
+    _alembic_on_path()
+    c.CourseDirectory.root = str(root)
+    c.CourseDirectory.course_id = "transformers"
+    c.CourseDirectory.source_directory = "solutions"  # a scratch root links it to SOLUTIONS
+    c.CourseDirectory.release_directory = "notebooks" if root == REPO else "release"
+    c.IncludeHeaderFooter.header = str(HEADER)
+    c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+    # The verdict is computed right after execution, before nbgrader saves the grades.
+    c.Autograde.autograde_preprocessors = [
+        Execute, JudgeOutputs, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+    c.Execute.timeout = 60  # seconds per cell; whole-notebook budgets are tested elsewhere

@@ -1,0 +1,106 @@
+"""Notebook 00 (start here): the warm-up exercises, a stable softmax and its backward pass."""
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.exercise import Exercise, Mistake
+from course_lib.softmax import softmax, softmax_jvp
+
+FORBIDDEN = ("course_lib.softmax", "course_lib.attention", "scipy", "torch")
+
+
+def _softmax_cases(rng: np.random.Generator, hidden: bool) -> list[dict]:
+    if not hidden:
+        return [dict(z=rng.normal(size=5), axis=-1),
+                dict(z=rng.normal(size=(3, 4)), axis=-1),
+                dict(z=rng.normal(size=(2, 3)) * 3 + 1000.0, axis=-1)]  # exp(1000) overflows
+    masked = rng.normal(size=(3, 5))
+    masked[0, 1:] = -np.inf
+    masked[2, ::2] = -np.inf
+    return [dict(z=rng.normal(size=(4, 3)), axis=0),
+            dict(z=rng.normal(size=(2, 3, 4)), axis=1),
+            dict(z=np.array([7.5]), axis=-1),
+            dict(z=masked, axis=-1),
+            dict(z=-rng.uniform(800, 900, size=(3, 6)), axis=-1),  # exp(-800) underflows to 0
+            dict(z=np.stack([rng.normal(size=4), rng.normal(size=4) + 1000.0]), axis=-1),
+            dict(z=rng.normal(size=(5, 2)).astype(np.float32), axis=-1)]
+
+
+def _jvp_cases(rng: np.random.Generator, hidden: bool) -> list[dict]:
+    out = []
+    shapes = [((6,), -1), ((3, 4), -1)] if not hidden else [((4, 3), 0), ((2, 3, 5), 1), ((1,), -1), ((5, 5), -1)]
+    for shape, axis in shapes:
+        s = softmax(rng.normal(size=shape) * 2, axis=axis)
+        out.append(dict(s=s, g=rng.normal(size=shape), axis=axis))
+    return out
+
+
+def _no_max(z, axis=-1):
+    with np.errstate(all="ignore"):
+        e = np.exp(z)
+        return e / e.sum(axis=axis, keepdims=True)
+
+
+def _global_max(z, axis=-1):
+    with np.errstate(all="ignore"):
+        e = np.exp(z - np.max(z))
+        return e / e.sum(axis=axis, keepdims=True)
+
+
+def _last_axis(z, axis=-1):
+    return softmax(z, axis=-1)
+
+
+EXERCISES = [
+    Exercise(
+        id="warmup.softmax",
+        function="softmax",
+        signature="softmax(z, axis=-1) -> s",
+        cases=_softmax_cases,
+        reference=softmax,
+        points=2,
+        output_names=("s",),
+        forbidden=FORBIDDEN,
+        mistakes=[
+            Mistake("no max-subtraction",
+                    "exp() of large logits overflows to inf and the result becomes NaN; "
+                    "subtract the maximum along the axis before exp().", wrong=_no_max),
+            Mistake("normalised over the wrong axis",
+                    "the sums must run along `axis` (use axis=axis, keepdims=True).",
+                    wrong=_last_axis),
+            Mistake("maximum taken over the whole array",
+                    "subtract the maximum of each slice along `axis` (keepdims=True), not the "
+                    "global maximum: a row far below the global maximum underflows to 0/0.",
+                    wrong=_global_max),
+            Mistake("not normalised",
+                    "divide exp(z - max) by its sum along the axis so each slice sums to 1.",
+                    detect=lambda case, got, want: np.allclose(
+                        got[0] / np.sum(got[0], axis=case["axis"], keepdims=True), want[0])),
+        ],
+    ),
+    Exercise(
+        id="warmup.softmax_jvp",
+        function="softmax_jvp",
+        signature="softmax_jvp(s, g, axis=-1) -> dz",
+        cases=_jvp_cases,
+        reference=softmax_jvp,
+        points=2,
+        output_names=("dz",),
+        forbidden=FORBIDDEN,
+        mistakes=[
+            Mistake("softmax backward missing the sum term",
+                    "the Jacobian is diag(s) - s s^T: besides s * g there is the term "
+                    "-s * sum(g * s) along the axis.", wrong=lambda s, g, axis=-1: s * g),
+            Mistake("sum term with the wrong sign",
+                    "dz = s * (g - sum(g * s)): the sum is subtracted.",
+                    wrong=lambda s, g, axis=-1: s * (g + np.sum(g * s, axis=axis, keepdims=True))),
+            Mistake("sum over the wrong axis",
+                    "the inner product <g, s> runs along `axis` (keepdims=True).",
+                    wrong=lambda s, g, axis=-1: s * (g - np.sum(g * s, axis=-1, keepdims=True))),
+            Mistake("sum without keepdims",
+                    "sum(g * s, axis=axis) drops the axis, so it broadcasts against the wrong "
+                    "dimension; pass keepdims=True.",
+                    wrong=lambda s, g, axis=-1: s * (g - np.sum(g * s, axis=axis))),
+        ],
+    ),
+]

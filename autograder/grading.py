@@ -1,0 +1,176 @@
+"""Grade one learner's notebook with real nbgrader, in a scratch course directory.
+
+``grade_notebook`` generates the assignment from ``solutions/`` into a temporary course
+directory (so the gradebook holds the locked cells to restore), places the notebook in
+``submitted/``, runs ``autograde`` (our ``JudgeOutputs`` step included) and
+``generate_feedback``, and reads the scores back from nbgrader's gradebook.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbgrader.api import Gradebook
+from traitlets.config import Config
+
+from autograder.config import SOLUTIONS, configure
+from autograder.nbgrader_plugin import recorded_exercise
+
+STUDENT = "learner"
+
+
+class GradingError(RuntimeError):
+    """nbgrader could not grade the notebook; the message says why."""
+
+
+@dataclass
+class ExerciseResult:
+    id: str
+    points: float
+    max_points: float
+    messages: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Result:
+    notebook: str
+    assignment: str
+    exercises: list[ExerciseResult]
+    feedback_html: str | None = None
+
+    @property
+    def total(self) -> float:
+        return round(sum(e.points for e in self.exercises), 3)
+
+    @property
+    def max_total(self) -> float:
+        return round(sum(e.max_points for e in self.exercises), 3)
+
+    def by_id(self, exercise_id: str) -> ExerciseResult:
+        return next(e for e in self.exercises if e.id == exercise_id)
+
+    def to_json(self) -> dict:
+        return {"notebook": self.notebook, "assignment": self.assignment, "total": self.total,
+                "max_total": self.max_total, "feedback_html": self.feedback_html,
+                "exercises": [asdict(e) for e in self.exercises]}
+
+    def table(self) -> str:
+        width = max([len(e.id) for e in self.exercises] + [8])
+        lines = [f"{'exercise':<{width}}  points", "-" * (width + 14)]
+        for e in self.exercises:
+            mark = "\u2714" if e.points >= e.max_points else "\u2718"
+            lines.append(f"{e.id:<{width}}  {e.points:>5g} / {e.max_points:<5g} {mark}")
+        lines += ["-" * (width + 14), f"{'total':<{width}}  {self.total:>5g} / {self.max_total:g}"]
+        return "\n".join(lines)
+
+
+def find_assignment(notebook: Path) -> str:
+    """The assignment (folder of ``solutions/``) holding a notebook of this name."""
+    matches = sorted(p.parent.name for p in SOLUTIONS.glob(f"*/{notebook.name}"))
+    if len(matches) != 1:
+        known = ", ".join(sorted(p.parent.name + "/" + p.name for p in SOLUTIONS.glob("*/*.ipynb")))
+        raise GradingError(f"cannot tell which assignment {notebook.name} belongs to "
+                           f"(found {len(matches)}); pass --assignment. Known notebooks: {known}")
+    return matches[0]
+
+
+def _canonical_name(notebook: Path, assignment: str) -> str:
+    names = sorted(p.name for p in (SOLUTIONS / assignment).glob("*.ipynb"))
+    if not names:
+        raise GradingError(f"no assignment {assignment!r} in {SOLUTIONS}")
+    if notebook.name in names:
+        return notebook.name
+    if len(names) == 1:  # a renamed copy ("attention-Copy1.ipynb") of a one-notebook assignment
+        return names[0]
+    raise GradingError(f"{notebook.name} is not one of {', '.join(names)}")
+
+
+def _run(app_result: dict, what: str) -> None:
+    if not app_result.get("success"):
+        raise GradingError(f"nbgrader {what} failed:\n{app_result.get('error') or app_result.get('log')}")
+
+
+def new_course(root: Path):
+    """An nbgrader API object for a scratch course at ``root`` sharing our solutions/."""
+    from nbgrader.apps import NbGraderAPI
+
+    (root / "solutions").symlink_to(SOLUTIONS, target_is_directory=True)
+    config = Config()
+    configure(config, root)
+    return NbGraderAPI(config=config)
+
+
+def read_results(root: Path, assignment: str, student: str, name: str) -> list[ExerciseResult]:
+    """Scores from the gradebook, messages from the autograded notebook's graded cells."""
+    autograded = root / "autograded" / student / assignment / name
+    nb = nbformat.read(autograded, as_version=4)
+    messages, ids = {}, {}
+    for cell in nb.cells:
+        ex_id = recorded_exercise(cell)
+        if ex_id:
+            grade_id = cell.metadata["nbgrader"]["grade_id"]
+            ids[grade_id] = ex_id
+            messages[grade_id] = [line for o in cell.outputs if o.output_type == "stream"
+                                  for line in o.text.splitlines()[1:] if line.strip()]
+    order = {gid: i for i, gid in enumerate(ids)}
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        sub = gb.find_submission_notebook(Path(name).stem, assignment, student)
+        grades = sorted((g for g in sub.grades if g.name in ids), key=lambda g: order[g.name])
+        return [ExerciseResult(ids[g.name], float(g.score), float(g.max_score), messages[g.name])
+                for g in grades]
+
+
+def grade_notebook(notebook: str | Path, assignment: str | None = None,
+                   feedback_to: str | Path | None = None) -> Result:
+    """Autograde one notebook; copy nbgrader's HTML feedback to ``feedback_to`` if given."""
+    notebook = Path(notebook).resolve()
+    if not notebook.is_file():
+        raise GradingError(f"no such notebook: {notebook}")
+    assignment = assignment or find_assignment(notebook)
+    name = _canonical_name(notebook, assignment)
+    with tempfile.TemporaryDirectory(prefix="autograder-") as tmp:
+        root = Path(tmp)
+        api = new_course(root)
+        _run(api.generate_assignment(assignment), "generate_assignment")
+        dest = root / "submitted" / STUDENT / assignment
+        dest.mkdir(parents=True)
+        shutil.copyfile(notebook, dest / name)
+        _run(api.autograde(assignment, STUDENT), "autograde")
+        exercises = read_results(root, assignment, STUDENT, name)
+        html = None
+        if feedback_to is not None:
+            _run(api.generate_feedback(assignment, STUDENT), "generate_feedback")
+            feedback = root / "feedback" / STUDENT / assignment / (Path(name).stem + ".html")
+            shutil.copyfile(feedback, feedback_to)
+            html = str(Path(feedback_to).resolve())
+    return Result(str(notebook), assignment, exercises, html)
+
+
+def submit(notebook: str | Path, assignment: str | None = None, as_json: bool = False) -> Result | None:
+    """Grade a saved notebook, print the score table, write ``<name>_feedback.html`` beside it.
+
+    Called from a notebook's last cell it does nothing while the notebook is itself being
+    graded or tested, so grading never recurses.
+    """
+    from course_lib.runmode import mode
+
+    if mode() != "full":
+        print(f"submit() skipped in {mode()} mode.")
+        return None
+    notebook = Path(notebook)
+    result = grade_notebook(notebook, assignment,
+                            feedback_to=notebook.with_name(notebook.stem + "_feedback.html"))
+    if as_json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(f"Graded {notebook} (the version saved on disk: save before you submit).\n")
+        print(result.table())
+        for e in result.exercises:
+            if e.points < e.max_points:
+                print(f"\n{e.id}:\n  " + "\n  ".join(e.messages))
+        print(f"\nFeedback report: {result.feedback_html}")
+    return result

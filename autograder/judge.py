@@ -1,0 +1,132 @@
+"""The verdict on one exercise: compare recorded outputs with the reference, name mistakes.
+
+Runs in the trusted grading process (``nbgrader_plugin.JudgeOutputs``) on outputs decoded
+from plain data, and in the learner's kernel for the advisory check cell. It never calls
+learner code: the reference and the mistakes' ``wrong`` functions come from the registry.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from autograder.exercise import Exercise, as_outputs
+
+NOT_IMPLEMENTED = "not implemented yet"
+
+
+@dataclass
+class Verdict:
+    exercise_id: str
+    points: float
+    max_points: float
+    passed: int
+    total: int
+    messages: list[str] = field(default_factory=list)
+
+    @property
+    def full_marks(self) -> bool:
+        return self.points >= self.max_points
+
+
+def _close(ex: Exercise, got: tuple, want: tuple, equal_nan: bool = False) -> bool:
+    if len(got) != len(want):
+        return False
+    for g, w in zip(got, want):
+        if g.shape != w.shape:
+            return False
+        if not np.allclose(g, w, rtol=ex.rtol, atol=ex.atol, equal_nan=equal_nan):
+            return False
+    return True
+
+
+def _safe_outputs(fn, case) -> tuple | None:
+    try:
+        with np.errstate(all="ignore"):
+            return as_outputs(fn(**case))
+    except Exception:  # a mistake model that does not apply to this case
+        return None
+
+
+def describe_difference(ex: Exercise, got: tuple, want: tuple) -> str:
+    """One line saying how ``got`` differs from ``want``: count, shape, NaN or largest error."""
+    if len(got) != len(want):
+        return f"returned {len(got)} value(s), expected {len(want)} ({', '.join(ex.output_names) or 'see the signature'})"
+    for i, (g, w) in enumerate(zip(got, want)):
+        name = ex.name_of(i)
+        if g.shape != w.shape:
+            return f"`{name}` has shape {g.shape}, expected {w.shape}"
+        if not np.all(np.isfinite(g)) and np.all(np.isfinite(w)):
+            where = tuple(int(j) for j in np.argwhere(~np.isfinite(g))[0])
+            return f"`{name}` contains NaN or inf (first at index {where}) where the reference is finite"
+        if not np.allclose(g, w, rtol=ex.rtol, atol=ex.atol):
+            err = np.abs(g.astype(np.float64) - w.astype(np.float64))
+            j = np.unravel_index(int(np.argmax(err)), err.shape) if err.ndim else ()
+            j = tuple(int(k) for k in j)
+            return (f"`{name}` differs: max abs error {err[j]:.3g} at index {j}, "
+                    f"expected {w[j]:.6g}, got {g[j]:.6g}")
+    return "matches"
+
+
+def judge(ex: Exercise, results: list, hidden: bool = True, forbidden_hits=()) -> Verdict:
+    """Score the recorded ``results`` (per case: tuple of arrays, or an error string)."""
+    cases = ex.all_cases(hidden)
+    verdict = Verdict(ex.id, 0.0, float(ex.points), 0, len(cases))
+    if forbidden_hits:
+        uses = ", ".join(f"`{h}`" for h in forbidden_hits)
+        verdict.messages.append(f"Your code uses {uses}, which this exercise does not allow "
+                                f"(write it yourself). No points.")
+        return verdict
+    if len(results) != len(cases):
+        verdict.messages.append(f"Recorded {len(results)} results for {len(cases)} cases; "
+                                "run the graded cell unchanged.")
+        return verdict
+
+    failing, first_problem, errors = [], None, []
+    for i, (case, got) in enumerate(zip(cases, results)):
+        want = as_outputs(ex.reference(**case))
+        if isinstance(got, str):
+            errors.append(got)
+            continue
+        if _close(ex, got, want):
+            verdict.passed += 1
+        else:
+            failing.append((case, got, want))
+            first_problem = first_problem or f"case {i + 1}: {describe_difference(ex, got, want)}"
+
+    verdict.points = round(ex.points * verdict.passed / len(cases), 3)
+    if verdict.passed == len(cases):
+        verdict.messages.append(f"All {len(cases)} cases match the reference.")
+        return verdict
+    if errors and all(e == NOT_IMPLEMENTED for e in errors) and not failing:
+        verdict.messages.append(f"`{ex.function}` is not implemented yet.")
+        return verdict
+    mistake = identify_mistake(ex, failing)
+    if mistake is not None:
+        verdict.messages.append(mistake.message())
+    verdict.messages.append(f"{verdict.passed} of {len(cases)} cases match the reference.")
+    if first_problem:
+        verdict.messages.append("First difference, " + first_problem + ".")
+    if errors:
+        verdict.messages.append(f"{len(errors)} case(s) raised an error, e.g. {errors[0]}")
+    return verdict
+
+
+def identify_mistake(ex: Exercise, failing: list):
+    """The first registered mistake that explains every failing case, or None."""
+    if not failing:
+        return None
+    for mistake in ex.mistakes:
+        explained = 0
+        for case, got, want in failing:
+            if mistake.detect is not None:
+                ok = bool(mistake.detect(case, got, want))
+            else:
+                wrong = _safe_outputs(mistake.wrong, case)
+                ok = wrong is not None and _close(ex, got, wrong, equal_nan=True)
+            if not ok:
+                break
+            explained += 1
+        if explained == len(failing):
+            return mistake
+    return None
