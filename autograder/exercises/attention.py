@@ -1,0 +1,592 @@
+"""Exercises of notebook 02 (attention): cases, references and the mistakes they name.
+
+Every case is float64. The ``wrong`` functions below are the trusted models of one
+plausible bug each; the judge names a mistake when a submission matches its model on
+every case that the submission gets wrong.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.exercise import Exercise, Mistake
+from course_lib import attention as ref
+from course_lib.attention import causal_mask, masked_scores, merge_heads, split_heads
+from course_lib.softmax import softmax, softmax_jvp
+
+FORBIDDEN = ("course_lib.attention", "torch")  # torch would also bring autograd
+
+
+# ----------------------------------------------------------------------------- case helpers
+def _randn(rng, *shape, scale=1.0):
+    return rng.standard_normal(shape) * scale
+
+
+def _random_mask(rng, *shape):
+    """Random boolean mask in which every query keeps at least one key."""
+    mask = rng.random(shape) < 0.6
+    mask[~mask.any(axis=-1), 0] = True
+    return mask
+
+
+def _attention_case(rng, lead, T_q, T_k, d_k, d_v, mask=None, scale=1.0):
+    return {"Q": _randn(rng, *lead, T_q, d_k, scale=scale),
+            "K": _randn(rng, *lead, T_k, d_k, scale=scale),
+            "V": _randn(rng, *lead, T_k, d_v), "mask": mask}
+
+
+def _swapT(x):
+    return np.swapaxes(x, -1, -2)
+
+
+# ----------------------------------------------------------------------------- forward
+def _forward_cases(rng, hidden):
+    if not hidden:
+        return [
+            _attention_case(rng, (), 4, 4, 3, 2),
+            _attention_case(rng, (), 3, 5, 4, 4, mask=_random_mask(rng, 3, 5)),
+            _attention_case(rng, (2,), 3, 3, 4, 2, mask=ref.padding_mask([3, 0], 3)),
+        ]
+    return [
+        _attention_case(rng, (2, 3), 5, 5, 8, 8, mask=causal_mask(5)),
+        _attention_case(rng, (), 6, 6, 16, 3, scale=30.0),  # logits in the hundreds
+        _attention_case(rng, (), 1, 1, 1, 1),
+        _attention_case(rng, (3,), 4, 7, 1, 5, mask=ref.padding_mask([7, 2, 0], 7)),
+        _attention_case(rng, (2, 2), 4, 6, 3, 5, mask=_random_mask(rng, 2, 2, 4, 6)),
+        _attention_case(rng, (2,), 5, 5, 4, 4, mask=causal_mask(5), scale=4.0),
+    ]
+
+
+def _forward_reference(Q, K, V, mask=None):
+    out, cache = ref.attention_forward(Q, K, V, mask)
+    return out, cache.A
+
+
+def _attend(S, V, mask=None, axis=-1):
+    A = softmax(masked_scores(S, mask), axis)
+    return A @ V, A
+
+
+def _scores(Q, K, divide_by):
+    return Q @ _swapT(K) / divide_by
+
+
+def _over_queries(Q, K, V, mask=None):
+    return _attend(_scores(Q, K, np.sqrt(Q.shape[-1])), V, mask, axis=-2)
+
+
+def _scaled_by_d_k(Q, K, V, mask=None):
+    return _attend(_scores(Q, K, Q.shape[-1]), V, mask)
+
+
+def _unscaled(Q, K, V, mask=None):
+    return _attend(_scores(Q, K, 1.0), V, mask)
+
+
+def _mask_ignored(Q, K, V, mask=None):
+    return _forward_reference(Q, K, V)
+
+
+def _mask_inverted(Q, K, V, mask=None):
+    return _forward_reference(Q, K, V, None if mask is None else ~mask)
+
+
+def _mask_after_softmax(Q, K, V, mask=None):
+    A = softmax(_scores(Q, K, np.sqrt(Q.shape[-1])))
+    if mask is not None:
+        A = A * mask
+    return A @ V, A
+
+
+def _nan_when_fully_masked(Q, K, V, mask=None):
+    out, A = _forward_reference(Q, K, V, mask)
+    if mask is not None:
+        empty = ~np.broadcast_to(mask, A.shape).any(axis=-1, keepdims=True)
+        A = np.where(empty, np.nan, A)
+        out = A @ V
+    return out, A
+
+
+def _uniform_when_fully_masked(Q, K, V, mask=None):
+    S = _scores(Q, K, np.sqrt(Q.shape[-1]))
+    return _attend(S if mask is None else np.where(mask, S, -1e9), V)
+
+
+def _no_max_subtraction(Q, K, V, mask=None):
+    S = _scores(Q, K, np.sqrt(Q.shape[-1]))
+    e = np.exp(masked_scores(S, mask))
+    A = e / e.sum(axis=-1, keepdims=True)
+    return A @ V, A
+
+
+FORWARD = Exercise(
+    id="attention.forward",
+    function="attention_forward",
+    signature="attention_forward(Q, K, V, mask=None) -> (out, A)",
+    cases=_forward_cases,
+    reference=_forward_reference,
+    points=3,
+    output_names=("out", "A"),
+    forbidden=FORBIDDEN,
+    mistakes=(
+        Mistake("softmax over the wrong axis",
+                "the weights sum to 1 over the queries instead of over the keys; "
+                "take the softmax along the last axis (axis=-1).", _over_queries),
+        Mistake("scaling by d_k instead of sqrt(d_k)",
+                "divide the scores by np.sqrt(d_k), the square root of the key size.",
+                _scaled_by_d_k),
+        Mistake("no scaling",
+                "divide the scores Q K^T by sqrt(d_k) before the softmax.", _unscaled),
+        Mistake("mask ignored",
+                "where the mask is False, set the score to -inf before the softmax.",
+                _mask_ignored),
+        Mistake("mask polarity inverted",
+                "True in the mask means 'may attend': keep those scores and set the "
+                "others to -inf.", _mask_inverted),
+        Mistake("mask applied after softmax",
+                "zeroing weights after the softmax leaves rows that no longer sum to 1; "
+                "set masked scores to -inf before the softmax instead.", _mask_after_softmax),
+        Mistake("a fully masked query gives NaN",
+                "when every key of a query is masked, the max is -inf and -inf - (-inf) is "
+                "NaN; give such rows weights 0 (and so output 0).", _nan_when_fully_masked),
+        Mistake("a fully masked query gets uniform weights",
+                "filling with a large negative number spreads a fully masked query evenly "
+                "over its keys; such a query should get weights 0.",
+                _uniform_when_fully_masked),
+        Mistake("no max-subtraction in the softmax",
+                "exp() overflows for large scores; subtract each row's maximum before "
+                "exponentiating.", _no_max_subtraction),
+    ),
+)
+
+
+# ----------------------------------------------------------------------------- masks
+def _causal_cases(rng, hidden):
+    return [{"T": T} for T in ((1, 2, 8, 13) if hidden else (3, 5))]
+
+
+def _tril(k):
+    return lambda T: np.tril(np.ones((T, T), dtype=bool), k=k)
+
+
+def _additive_causal(case, got, want):
+    return got[0].shape == want[0].shape and np.array_equal(
+        got[0], np.where(want[0], 0.0, -np.inf))
+
+
+CAUSAL_MASK = Exercise(
+    id="attention.causal_mask",
+    function="causal_mask",
+    signature="causal_mask(T) -> mask (T, T) of bool",
+    cases=_causal_cases,
+    reference=lambda T: causal_mask(T),
+    points=1,
+    output_names=("mask",),
+    forbidden=FORBIDDEN,
+    mistakes=(
+        Mistake("causal diagonal off by one: a query cannot see itself",
+                "query i may attend to keys 0..i, its own position included; "
+                "keep the diagonal.", _tril(-1)),
+        Mistake("causal diagonal off by one: a query sees the next key",
+                "query i may attend to keys 0..i and not to i+1; check the k of np.tril.",
+                _tril(1)),
+        Mistake("mask polarity inverted",
+                "True must mark the keys a query may see (the past and itself), "
+                "not the ones it must not.", lambda T: ~causal_mask(T)),
+        Mistake("upper triangle instead of lower",
+                "row i is query i: it may see columns j <= i, the lower triangle.",
+                lambda T: np.triu(np.ones((T, T), dtype=bool))),
+        Mistake("additive -inf mask instead of a boolean one",
+                "this exercise wants booleans (True = may attend); the additive form "
+                "M = np.where(mask, 0, -inf) is built from it.", detect=_additive_causal),
+    ),
+)
+
+
+def _padding_cases(rng, hidden):
+    if not hidden:
+        return [{"lengths": np.array([3, 1]), "T": 4},
+                {"lengths": np.array([2, 5, 0]), "T": 5}]
+    return [{"lengths": np.array([1]), "T": 1},
+            {"lengths": np.array([0, 0]), "T": 3},
+            {"lengths": rng.integers(0, 7, size=4), "T": 6},
+            {"lengths": np.array([2]), "T": 7}]
+
+
+def _padding_reshaped(shape_of):
+    """Recognises the right pattern of True values with the wrong shape."""
+    def detect(case, got, want):
+        flat = want[0][:, 0, :]
+        return got[0].shape == shape_of(flat) and np.array_equal(got[0].reshape(flat.shape), flat)
+    return detect
+
+
+PADDING_MASK = Exercise(
+    id="attention.padding_mask",
+    function="padding_mask",
+    signature="padding_mask(lengths, T) -> mask (B, 1, T) of bool",
+    cases=_padding_cases,
+    reference=lambda lengths, T: ref.padding_mask(lengths, T),
+    points=1,
+    output_names=("mask",),
+    forbidden=FORBIDDEN,
+    mistakes=(
+        Mistake("padding mask polarity inverted",
+                "True must mark the real tokens (positions < length), not the padding.",
+                lambda lengths, T: ~ref.padding_mask(lengths, T)),
+        Mistake("padding mask off by one",
+                "a sequence of length L has keys 0..L-1; position L is already padding.",
+                lambda lengths, T: ref.padding_mask(np.asarray(lengths) + 1, T)),
+        Mistake("query axis missing",
+                "return shape (B, 1, T) so the mask broadcasts over the queries of "
+                "scores (B, T_q, T).", detect=_padding_reshaped(lambda f: f.shape)),
+        Mistake("mask built along the query axis",
+                "shape (B, T, 1) masks queries; padding hides *keys*, the last axis: "
+                "(B, 1, T).", detect=_padding_reshaped(lambda f: f.shape + (1,))),
+    ),
+)
+
+
+# ----------------------------------------------------------------------------- gradient check
+def _test_function(w, c):
+    """f(x) = sum(w cos(c x)) + (sum x)^2 / 2: curved, and every entry interacts."""
+    return lambda x: float(np.sum(w * np.cos(c * x)) + 0.5 * np.sum(x) ** 2)
+
+
+def _gradcheck_cases(rng, hidden):
+    shapes = [(1,), (4, 5), (2, 2, 3)] if hidden else [(3,), (2, 3)]
+    cs = [10.0, 3.0, 7.0] if hidden else [10.0, 5.0]
+    return [{"x": _randn(rng, *s), "w": _randn(rng, *s), "c": c} for s, c in zip(shapes, cs)]
+
+
+def _gradcheck_call(namespace, case):
+    if "numerical_gradient" not in namespace:
+        raise NameError("`numerical_gradient` is not defined: run the cell that defines it first")
+    x = case["x"]
+    grad = namespace["numerical_gradient"](_test_function(case["w"], case["c"]), x, eps=1e-6)
+    return grad, x  # x must be left as it was
+
+
+def _gradcheck_reference(x, w, c):
+    return -w * c * np.sin(c * x) + np.sum(x), x
+
+
+def _difference_quotient(step):
+    """The numerical gradient the mistaken code computes; ``step`` gives (f+ - f-) / h."""
+    def wrong(x, w, c, eps=1e-6):
+        f, x = _test_function(w, c), x.copy()
+        grad = np.zeros_like(x)
+        for i in np.ndindex(x.shape):
+            grad[i] = step(f, x, i, eps)
+        return grad, x
+    return wrong
+
+
+def _one_sided(f, x, i, eps):
+    base = f(x)
+    x[i] += eps
+    g = (f(x) - base) / eps
+    x[i] -= eps
+    return g
+
+
+def _over_eps(f, x, i, eps):
+    old = x[i]
+    x[i] = old + eps
+    plus = f(x)
+    x[i] = old - eps
+    minus = f(x)
+    x[i] = old
+    return (plus - minus) / eps
+
+
+def _not_restored(f, x, i, eps):
+    x[i] += eps
+    plus = f(x)
+    x[i] -= 2 * eps
+    return (plus - f(x)) / (2 * eps)
+
+
+NUMERICAL_GRADIENT = Exercise(
+    id="attention.numerical_gradient",
+    function="numerical_gradient",
+    signature="numerical_gradient(f, x, eps=1e-6) -> grad (shape of x)",
+    cases=_gradcheck_cases,
+    reference=_gradcheck_reference,
+    call=_gradcheck_call,
+    points=2,
+    rtol=1e-6,
+    atol=1e-7,
+    output_names=("grad", "x after the call"),
+    forbidden=("course_lib.gradcheck", "torch"),
+    mistakes=(
+        Mistake("one-sided difference",
+                "(f(x + eps) - f(x)) / eps has an error of order eps; use the central "
+                "difference (f(x + eps) - f(x - eps)) / (2 eps).", _difference_quotient(_one_sided)),
+        Mistake("divided by eps instead of 2 eps",
+                "the two evaluations are 2 eps apart.", _difference_quotient(_over_eps)),
+        Mistake("x not restored",
+                "put each entry back to its old value after the two evaluations.",
+                _difference_quotient(_not_restored)),
+    ),
+)
+
+
+# ----------------------------------------------------------------------------- backward, row form
+def _backward_case(rng, lead, T_q, T_k, d_k, d_v, mask=None, scale=1.0):
+    case = _attention_case(rng, lead, T_q, T_k, d_k, d_v, mask, scale)
+    out, A = _forward_reference(**case)
+    return {"dout": _randn(rng, *out.shape), "Q": case["Q"], "K": case["K"], "V": case["V"],
+            "A": A}
+
+
+def _backward_cases(rng, hidden):
+    if not hidden:
+        return [_backward_case(rng, (), 4, 4, 3, 3),
+                _backward_case(rng, (), 3, 5, 4, 2)]
+    return [_backward_case(rng, (2, 2), 5, 5, 4, 4, mask=causal_mask(5)),
+            _backward_case(rng, (3,), 4, 6, 2, 3, mask=ref.padding_mask([6, 3, 0], 6)),
+            _backward_case(rng, (), 1, 1, 1, 1),
+            _backward_case(rng, (), 6, 2, 5, 7),
+            _backward_case(rng, (2,), 4, 4, 8, 2, scale=2.0)]
+
+
+def _backward_reference(dout, Q, K, V, A):
+    return ref.attention_backward(dout, ref.AttentionCache(Q, K, V, A))
+
+
+def _backward_with(jvp, dQ_dK=None):
+    """A backward whose softmax JVP is ``jvp(A, dA)`` and whose dQ, dK come from
+    ``dQ_dK(dS, Q, K, scale)``."""
+    def wrong(dout, Q, K, V, A):
+        scale = 1.0 / np.sqrt(Q.shape[-1])
+        dS = jvp(A, dout @ _swapT(V))
+        dQ, dK = (dQ_dK or _dq_dk)(dS, Q, K, scale)
+        return dQ, dK, _swapT(A) @ dout
+    return wrong
+
+
+def _dq_dk(dS, Q, K, scale):
+    return dS @ K * scale, _swapT(dS) @ Q * scale
+
+
+def _dv_without_transpose(dout, Q, K, V, A):
+    dQ, dK, _ = _backward_reference(dout, Q, K, V, A)
+    return dQ, dK, A @ dout
+
+
+BACKWARD = Exercise(
+    id="attention.backward",
+    function="attention_backward",
+    signature="attention_backward(dout, Q, K, V, A) -> (dQ, dK, dV)",
+    cases=_backward_cases,
+    reference=_backward_reference,
+    points=3,
+    output_names=("dQ", "dK", "dV"),
+    forbidden=FORBIDDEN,
+    mistakes=(
+        Mistake("softmax backward missing the sum term",
+                "the softmax Jacobian is diag(a) - a a^T: dS = A * (dA - sum(dA * A)), "
+                "the sum taken over each row.", _backward_with(lambda A, dA: A * dA)),
+        Mistake("softmax backward summed over the wrong axis",
+                "each row of A is one softmax: sum dA * A over the keys (axis=-1).",
+                _backward_with(lambda A, dA: softmax_jvp(A, dA, axis=-2))),
+        Mistake("dQ and dK swapped",
+                "dQ = dS K / sqrt(d_k) (a row per query), dK = dS^T Q / sqrt(d_k) (a row per key).",
+                _backward_with(softmax_jvp, lambda dS, Q, K, s: _dq_dk(dS, Q, K, s)[::-1])),
+        Mistake("dQ and dK unscaled",
+                "the scores are divided by sqrt(d_k), so dQ and dK are too.",
+                _backward_with(softmax_jvp, lambda dS, Q, K, s: _dq_dk(dS, Q, K, 1.0))),
+        Mistake("dV computed with A instead of A^T",
+                "out = A V, so dV = A^T dout (a row per key).", _dv_without_transpose),
+    ),
+)
+
+
+# ----------------------------------------------------------------------------- backward, column form
+def _col_case(rng, d, h, T, causal, scale=1.0):
+    X = _randn(rng, d, T)
+    A, B, C = (_randn(rng, h, d, scale=scale / np.sqrt(d)) for _ in range(3))
+    Z, cache = ref.self_attention_col_forward(X, A, B, C, causal)
+    return {"E": _randn(rng, *Z.shape), "X": X, "A": A, "B": B, "C": C, "Att": cache[-1]}
+
+
+def _col_cases(rng, hidden):
+    if not hidden:
+        return [_col_case(rng, 4, 3, 5, False), _col_case(rng, 3, 2, 4, True)]
+    return [_col_case(rng, 2, 2, 1, False), _col_case(rng, 6, 4, 7, True),
+            _col_case(rng, 2, 5, 3, False), _col_case(rng, 5, 3, 6, False, scale=3.0)]
+
+
+def _col_reference(E, X, A, B, C, Att):
+    return ref.self_attention_col_backward(E, (X, A, B, C, A @ X, B @ X, C @ X, Att))
+
+
+def _col_backward_with(jvp=softmax_jvp, scale_qk=True, blocks=(0, 1, 2), dx_paths=(0, 1, 2)):
+    """Seed 000's P-matrix backward with one step changed (see the mistakes below)."""
+    def wrong(E, X, A, B, C, Att):
+        Q, K, V = A @ X, B @ X, C @ X
+        s = 1.0 / np.sqrt(A.shape[0]) if scale_qk else 1.0
+        G = jvp(Att, V.T @ E, axis=0)
+        rows = [K @ G.T * s, Q @ G * s, E @ Att.T]
+        P = np.vstack([rows[b] for b in blocks])
+        dA, dB, dC = np.split(P @ X.T, 3)
+        W = [A, B, C]
+        dX = sum(W[j].T @ P[j * len(A):(j + 1) * len(A)] for j in dx_paths)
+        return dA, dB, dC, dX
+    return wrong
+
+
+def _jvp_no_sum(Att, G, axis):
+    return Att * G
+
+
+BACKWARD_COL = Exercise(
+    id="attention.backward_col",
+    function="attention_backward_col",
+    signature="attention_backward_col(E, X, A, B, C, Att) -> (dA, dB, dC, dX)",
+    cases=_col_cases,
+    reference=_col_reference,
+    points=3,
+    output_names=("dA", "dB", "dC", "dX"),
+    forbidden=FORBIDDEN,
+    mistakes=(
+        Mistake("dA and dB swapped",
+                "c_it = q_i . k_t: dF/dq_i sums over t with k_t, so the first block of P "
+                "is K G^T / sqrt(h) and the second Q G / sqrt(h).",
+                _col_backward_with(blocks=(1, 0, 2))),
+        Mistake("missing 1/sqrt(h) in dA and dB",
+                "c_it is divided by sqrt(h), so are the first two blocks of P.",
+                _col_backward_with(scale_qk=False)),
+        Mistake("softmax backward taken row-wise instead of column-wise",
+                "in the column form each *column* of Att is one softmax: sum over axis 0.",
+                _col_backward_with(jvp=lambda Att, G, axis: softmax_jvp(Att, G, axis=1))),
+        Mistake("softmax backward missing the sum term",
+                "G = Att * (V^T E) - Att * (column sums of Att * V^T E).",
+                _col_backward_with(jvp=_jvp_no_sum)),
+        Mistake("dX only through the values",
+                "X reaches the output through Q, K and V: dX = [A; B; C]^T P, all three blocks.",
+                _col_backward_with(dx_paths=(2,))),
+    ),
+)
+
+
+# ----------------------------------------------------------------------------- multi-head
+def _split_cases(rng, hidden):
+    shapes = ([(3, 1, 8, 4), (2, 4, 6, 1), (2, 6, 12, 6), (1, 2, 2, 2)] if hidden
+              else [(2, 3, 4, 2), (1, 5, 6, 3)])
+    return [{"x": _randn(rng, B, T, d), "n_heads": h} for B, T, d, h in shapes]
+
+
+def _split_without_transpose(x, n_heads):
+    B, T, d_model = x.shape
+    return x.reshape(B, n_heads, T, d_model // n_heads)
+
+
+def _split_interleaved(x, n_heads):
+    B, T, d_model = x.shape
+    return x.reshape(B, T, d_model // n_heads, n_heads).transpose(0, 3, 1, 2)
+
+
+SPLIT_HEADS = Exercise(
+    id="attention.split_heads",
+    function="split_heads",
+    signature="split_heads(x, n_heads) -> (B, n_heads, T, d_k)",
+    cases=_split_cases,
+    reference=lambda x, n_heads: split_heads(x, n_heads),
+    points=1,
+    output_names=("heads",),
+    forbidden=FORBIDDEN,
+    mistakes=(
+        Mistake("heads split without transpose",
+                "reshape to (B, T, n_heads, d_k) first, then swap the T and n_heads axes; "
+                "reshaping straight to (B, n_heads, T, d_k) mixes tokens.", _split_without_transpose),
+        Mistake("heads interleaved",
+                "head j owns the contiguous features j*d_k .. (j+1)*d_k - 1: reshape to "
+                "(B, T, n_heads, d_k), not (B, T, d_k, n_heads).", _split_interleaved),
+    ),
+)
+
+
+def _mha_case(rng, B, T_q, T_k, d_model, n_heads, mask=None, self_attention=False,
+              d_k=None, d_v=None):
+    """Per-head sizes d_k = d_v = d_model / n_heads unless given."""
+    d_k = d_k or d_model // n_heads
+    d_v = d_v or d_k
+    x_q = _randn(rng, B, T_q, d_model)
+    x_kv = x_q if self_attention else _randn(rng, B, T_k, d_model)
+    shapes = {"W_q": (d_model, n_heads * d_k), "W_k": (d_model, n_heads * d_k),
+              "W_v": (d_model, n_heads * d_v), "W_o": (n_heads * d_v, d_model)}
+    W = {name: _randn(rng, *shape, scale=1 / np.sqrt(shape[0])) for name, shape in shapes.items()}
+    return {"x_q": x_q, "x_kv": x_kv, **W, "n_heads": n_heads, "mask": mask}
+
+
+def _mha_cases(rng, hidden):
+    if not hidden:
+        return [_mha_case(rng, 1, 4, 4, 4, 2, self_attention=True),
+                _mha_case(rng, 2, 3, 5, 6, 3)]
+    return [_mha_case(rng, 2, 5, 5, 8, 2, mask=causal_mask(5), self_attention=True),
+            _mha_case(rng, 3, 4, 6, 8, 4, mask=ref.padding_mask([6, 2, 5], 6)[:, None]),
+            _mha_case(rng, 1, 3, 3, 4, 1),
+            _mha_case(rng, 2, 1, 7, 6, 2),
+            _mha_case(rng, 2, 4, 4, 6, 3),
+            _mha_case(rng, 2, 3, 5, 6, 2, d_k=4, d_v=5)]
+
+
+def _mha_reference(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
+    out, cache = ref.mha_forward(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask)
+    return out, cache.attention.A
+
+
+def _mha_with(split=split_heads, merge=merge_heads, divide_by=None, keys_from_q=False,
+              values_from_q=False, output_projection=True):
+    """Multi-head attention with one step changed (see the mistakes below)."""
+    def wrong(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
+        q = split(x_q @ W_q, n_heads)
+        k = split((x_q if keys_from_q else x_kv) @ W_k, n_heads)
+        v = split((x_q if values_from_q else x_kv) @ W_v, n_heads)
+        S = q @ _swapT(k) / (divide_by(x_q) if divide_by else np.sqrt(q.shape[-1]))
+        heads, A = _attend(S, v, mask)
+        concat = merge(heads)
+        return (concat @ W_o if output_projection else concat), A
+    return wrong
+
+
+def _merge_without_transpose(heads):
+    B, n_heads, T, d_k = heads.shape
+    return heads.reshape(B, T, n_heads * d_k)
+
+
+MULTI_HEAD = Exercise(
+    id="attention.multi_head",
+    function="multi_head_attention",
+    signature="multi_head_attention(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None) -> (out, A)",
+    cases=_mha_cases,
+    reference=_mha_reference,
+    points=3,
+    output_names=("out", "A"),
+    forbidden=FORBIDDEN,
+    mistakes=(
+        Mistake("heads split without transpose",
+                "use your split_heads: (B, T, d_model) -> (B, T, n_heads, d_k) -> "
+                "(B, n_heads, T, d_k).", _mha_with(split=_split_without_transpose)),
+        Mistake("heads concatenated without transposing back",
+                "before the reshape to (B, T, d_model), swap the head and time axes back "
+                "to (B, T, n_heads, d_k).", _mha_with(merge=_merge_without_transpose)),
+        Mistake("scaling by sqrt(d_model) instead of sqrt(d_k)",
+                "each head works in d_k = d_model / n_heads dimensions; scale by sqrt(d_k).",
+                _mha_with(divide_by=lambda x: np.sqrt(x.shape[-1]))),
+        Mistake("cross-attention keys taken from the decoder",
+                "keys and values come from x_kv (the encoder), only the queries from x_q.",
+                _mha_with(keys_from_q=True)),
+        Mistake("cross-attention keys and values taken from the decoder",
+                "keys and values come from x_kv (the encoder), only the queries from x_q.",
+                _mha_with(keys_from_q=True, values_from_q=True)),
+        Mistake("W_o missing",
+                "after concatenating the heads, project with W_o (seed 001 eq. 5).",
+                _mha_with(output_projection=False)),
+    ),
+)
+
+
+EXERCISES = [FORWARD, CAUSAL_MASK, PADDING_MASK, NUMERICAL_GRADIENT, BACKWARD, BACKWARD_COL,
+             SPLIT_HEADS, MULTI_HEAD]

@@ -1,0 +1,329 @@
+"""Scaled dot-product and multi-head attention, forward and hand-derived backward.
+
+Row form (seed 001 eq. 4, the lecture notebook; what the code of the course uses):
+
+    Q (..., T_q, d_k)   K (..., T_k, d_k)   V (..., T_k, d_v)
+    S   = Q K^T / sqrt(d_k)                       (..., T_q, T_k)  scores
+    A   = softmax(S + M), row-wise (over keys)    (..., T_q, T_k)  attention weights
+    out = A V                                     (..., T_q, d_v)
+
+Column form (seed 000, the blog): X (d, T) holds one token per column, Q = A X, K = B X,
+V = C X with projections A, B, C (h, d), and Z = V softmax(Q^T K / sqrt(h)) with the softmax
+taken column-wise. Its attention matrix is the transpose of the row form's; see
+``self_attention_col_forward`` for the exact correspondence.
+
+Masks are boolean, True where a query may attend to a key (PyTorch's convention for a
+boolean ``attn_mask``), broadcastable to (..., T_q, T_k). Seed 001's additive mask is
+``M = np.where(mask, 0.0, -np.inf)``. A query whose keys are all masked gets zero weights
+and a zero output, never NaN.
+
+numpy functions are the reference (float64 friendly, line by line with the derivation);
+the ``*_torch`` twins are the device-agnostic fast path whose backward is the same
+hand-derived one, wired in through ``torch.autograd.Function``.
+"""
+from __future__ import annotations
+
+import time
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import nn
+
+from course_lib.softmax import softmax, softmax_jvp
+
+
+# ----------------------------------------------------------------------------- numpy
+class AttentionCache(NamedTuple):
+    """What ``attention_backward`` needs: the inputs and the weights A (..., T_q, T_k)."""
+    Q: np.ndarray
+    K: np.ndarray
+    V: np.ndarray
+    A: np.ndarray
+
+
+class MHACache(NamedTuple):
+    """What ``mha_backward`` needs; ``attention.A`` holds the weights (B, n_heads, T_q, T_k)."""
+    x_q: np.ndarray
+    x_kv: np.ndarray
+    W_q: np.ndarray
+    W_k: np.ndarray
+    W_v: np.ndarray
+    W_o: np.ndarray
+    concat: np.ndarray
+    attention: AttentionCache
+
+
+def masked_scores(S, mask=None):
+    """Seed 001's S + M: the scores with -inf where ``mask`` is False (unchanged if None)."""
+    return S if mask is None else np.where(mask, S, -np.inf)
+
+
+def causal_mask(T_q, T_k=None):
+    """Boolean (T_q, T_k) mask, True where key j is not in the future of query i.
+
+    With T_k > T_q the queries are the last T_q positions (as with a KV cache):
+    query i sits at position i + T_k - T_q. Seed 001's M is -inf exactly where this is False.
+    """
+    T_k = T_q if T_k is None else T_k
+    return np.tril(np.ones((T_q, T_k), dtype=bool), k=T_k - T_q)
+
+
+def padding_mask(lengths, T):
+    """Boolean (B, 1, T) mask, True for the first lengths[b] keys of sequence b.
+
+    The middle axis of size 1 broadcasts over the queries.
+    """
+    lengths = np.asarray(lengths)
+    return (np.arange(T)[None, :] < lengths[:, None])[:, None, :]
+
+
+def attention_forward(Q, K, V, mask=None):
+    """Scaled dot-product attention (seed 001 eq. 4).
+
+    Q: (..., T_q, d_k), K: (..., T_k, d_k), V: (..., T_k, d_v), mask: bool, broadcastable
+    to (..., T_q, T_k). Returns out (..., T_q, d_v) and an ``AttentionCache`` whose
+    weights A (..., T_q, T_k) sum to 1 over the keys (0 for fully masked queries).
+    """
+    d_k = Q.shape[-1]
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)  # (..., T_q, T_k)
+    A = softmax(masked_scores(S, mask))  # (..., T_q, T_k), 0 where masked
+    out = A @ V  # (..., T_q, d_v)
+    return out, AttentionCache(Q, K, V, A)
+
+
+def attention_backward(dout, cache):
+    """Gradients of scaled dot-product attention, seed 000's steps in row form.
+
+    dout: (..., T_q, d_v). Returns dQ (..., T_q, d_k), dK (..., T_k, d_k), dV (..., T_k, d_v).
+    Masked entries need no special care: their weights are 0, so are their gradients.
+    """
+    Q, K, V, A = cache
+    scale = 1.0 / np.sqrt(Q.shape[-1])
+    dA = dout @ np.swapaxes(V, -1, -2)  # step 1: (..., T_q, T_k)
+    dS = softmax_jvp(A, dA)  # step 2: softmax JVP, row by row
+    dQ = dS @ K * scale  # step 3: (..., T_q, d_k)
+    dK = np.swapaxes(dS, -1, -2) @ Q * scale  # (..., T_k, d_k)
+    dV = np.swapaxes(A, -1, -2) @ dout  # (..., T_k, d_v)
+    return dQ, dK, dV
+
+
+def self_attention_col_forward(X, A, B, C, causal=False):
+    """Seed 000's self-attention in column form, forward steps 1-3.
+
+    X: (d, T), one token per column; A, B, C: (h, d). Q = A X, K = B X, V = C X (h, T),
+    c_it = q_i . k_t / sqrt(h), Att[:, t] = softmax over i, Z = V Att: (h, T).
+    Output t mixes the values v_i weighted by q_i . k_t, so in the row form the *keys*
+    are the rows of (A X)^T and the *queries* those of (B X)^T:
+    Z^T = attention_forward(Q=(B X)^T, K=(A X)^T, V=(C X)^T) and Att = A_row^T.
+    ``causal`` keeps i <= t, the upper triangle (seed 000 eq. for causal z_t).
+    Returns Z and cache = (X, A, B, C, Q, K, V, Att).
+    """
+    h = A.shape[0]
+    Q, K, V = A @ X, B @ X, C @ X  # (h, T) each
+    mask = causal_mask(X.shape[1]).T if causal else None  # (T, T), i <= t
+    Att = softmax(masked_scores(Q.T @ K / np.sqrt(h), mask), axis=0)  # (T, T), columns sum to 1
+    Z = V @ Att  # (h, T)
+    return Z, (X, A, B, C, Q, K, V, Att)
+
+
+def self_attention_col_backward(E, cache):
+    """Seed 000's compact backward: dF/d[A; B; C] = P X^T and dF/dX = [A; B; C]^T P.
+
+    E = dF/dZ: (h, T). G = Att (x) (V^T E) is the column-wise softmax JVP (T, T) and
+    P = [K G^T / sqrt(h); Q G / sqrt(h); E Att^T] is (3h, T).
+    Returns dA, dB, dC (h, d) and dX (d, T).
+    """
+    X, A, B, C, Q, K, V, Att = cache
+    h = A.shape[0]
+    G = softmax_jvp(Att, V.T @ E, axis=0)  # (T, T), dF/dc_it
+    P = np.vstack([K @ G.T / np.sqrt(h), Q @ G / np.sqrt(h), E @ Att.T])  # (3h, T)
+    dA, dB, dC = np.split(P @ X.T, 3)  # each (h, d)
+    dX = np.vstack([A, B, C]).T @ P  # (d, T)
+    return dA, dB, dC, dX
+
+
+def self_attention_col_via_rows(X, A, B, C, E, causal=False):
+    """Seed 000's Z and its gradients computed in the row form instead, to compare.
+
+    Row form with X_r = X^T (T, d): queries X_r B^T, keys X_r A^T, values X_r C^T (see
+    ``self_attention_col_forward`` for why B makes the queries). Returns Z (h, T) and
+    dA, dB, dC (h, d), dX (d, T) for dF/dZ = E: transposes of the row-form results.
+    """
+    X_r = X.T  # (T, d)
+    mask = causal_mask(X.shape[1]) if causal else None
+    out, cache = attention_forward(X_r @ B.T, X_r @ A.T, X_r @ C.T, mask)  # (T, h)
+    dQ_r, dK_r, dV_r = attention_backward(E.T, cache)  # (T, h) each
+    dA, dB, dC = (X_r.T @ g for g in (dK_r, dQ_r, dV_r))  # (d, h): dF/dW for X_r @ W
+    dX_r = dQ_r @ B + dK_r @ A + dV_r @ C  # (T, d)
+    return out.T, dA.T, dB.T, dC.T, dX_r.T
+
+
+def split_heads(x, n_heads):
+    """(..., T, d_model) -> (..., n_heads, T, d_k) with d_k = d_model / n_heads.
+
+    Head j owns the features j*d_k .. (j+1)*d_k - 1 of every token.
+    Works on numpy arrays and torch tensors alike.
+    """
+    *lead, T, d_model = x.shape
+    x = x.reshape(*lead, T, n_heads, d_model // n_heads)  # (..., T, n_heads, d_k)
+    return x.swapaxes(-3, -2)  # (..., n_heads, T, d_k)
+
+
+def merge_heads(x):
+    """(..., n_heads, T, d_k) -> (..., T, n_heads * d_k): the concatenation of seed 001 eq. 5."""
+    x = x.swapaxes(-3, -2)  # (..., T, n_heads, d_k)
+    return x.reshape(*x.shape[:-2], -1)
+
+
+def mha_forward(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
+    """Multi-head attention, seed 001 eqs. 5 and 8; self-attention when x_kv is x_q.
+
+    x_q: (B, T_q, d_model), the queries' side (the decoder in cross-attention);
+    x_kv: (B, T_k, d_model), the keys' and values' side (the encoder in cross-attention);
+    W_q, W_k: (d_model, n_heads * d_k); W_v: (d_model, n_heads * d_v); W_o: (n_heads * d_v,
+    d_model). Head j uses columns j*d_k .. (j+1)*d_k - 1 of W_q and W_k (its W_j^Q, W_j^K).
+    mask: broadcastable to (B, n_heads, T_q, T_k). Returns out (B, T_q, d_model) and an
+    ``MHACache`` whose ``attention.A`` holds the weights (B, n_heads, T_q, T_k).
+    """
+    q = split_heads(x_q @ W_q, n_heads)  # (B, n_heads, T_q, d_k)
+    k = split_heads(x_kv @ W_k, n_heads)  # (B, n_heads, T_k, d_k)
+    v = split_heads(x_kv @ W_v, n_heads)  # (B, n_heads, T_k, d_v)
+    heads, att_cache = attention_forward(q, k, v, mask)  # (B, n_heads, T_q, d_v)
+    concat = merge_heads(heads)  # (B, T_q, n_heads * d_v)
+    return concat @ W_o, MHACache(x_q, x_kv, W_q, W_k, W_v, W_o, concat, att_cache)
+
+
+def _weight_grad(x, dy):
+    """dF/dW for y = x @ W over all leading axes: x (..., d_in), dy (..., d_out)."""
+    return x.reshape(-1, x.shape[-1]).T @ dy.reshape(-1, dy.shape[-1])
+
+
+def mha_backward(dout, cache):
+    """Gradients of ``mha_forward``: (dx_q, dx_kv, dW_q, dW_k, dW_v, dW_o).
+
+    For self-attention (x_kv is x_q) the input gradient is dx_q + dx_kv.
+    """
+    x_q, x_kv, W_q, W_k, W_v, W_o, concat, att_cache = cache
+    n_heads = att_cache.A.shape[-3]
+    dconcat = dout @ W_o.T  # (B, T_q, n_heads * d_v)
+    dq, dk, dv = attention_backward(split_heads(dconcat, n_heads), att_cache)
+    dq, dk, dv = merge_heads(dq), merge_heads(dk), merge_heads(dv)  # (B, T, n_heads * d_.)
+    dx_q = dq @ W_q.T
+    dx_kv = dk @ W_k.T + dv @ W_v.T
+    return (dx_q, dx_kv, _weight_grad(x_q, dq), _weight_grad(x_kv, dk),
+            _weight_grad(x_kv, dv), _weight_grad(concat, dout))
+
+
+# ----------------------------------------------------------------------------- torch
+class _Attention(torch.autograd.Function):
+    """Scaled dot-product attention whose backward is ``attention_backward``'s, in torch."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, mask):
+        scale = q.shape[-1] ** -0.5
+        s = q @ k.transpose(-2, -1) * scale  # (..., T_q, T_k)
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf"))
+        m = s.amax(dim=-1, keepdim=True)
+        e = torch.exp(s - torch.where(torch.isfinite(m), m, torch.zeros_like(m)))
+        total = e.sum(dim=-1, keepdim=True)
+        a = e / torch.where(total == 0, torch.ones_like(total), total)  # (..., T_q, T_k)
+        ctx.save_for_backward(q, k, v, a)
+        ctx.scale = scale
+        ctx.mark_non_differentiable(a)
+        return a @ v, a
+
+    @staticmethod
+    def backward(ctx, dout, _):
+        q, k, v, a = ctx.saved_tensors
+        da = dout @ v.transpose(-2, -1)  # (..., T_q, T_k)
+        ds = a * (da - (da * a).sum(dim=-1, keepdim=True))
+        dq = ds @ k * ctx.scale
+        dk = ds.transpose(-2, -1) @ q * ctx.scale
+        dv = a.transpose(-2, -1) @ dout
+        return dq, dk, dv, None
+
+
+def attention_torch(q, k, v, mask=None):
+    """``attention_forward`` in torch, on whatever device the tensors live.
+
+    q, k, v as in ``attention_forward`` with the same leading axes (no broadcasting
+    between them); mask a bool tensor broadcastable to (..., T_q, T_k).
+    Returns out (..., T_q, d_v) and the weights A (..., T_q, T_k), which carry no gradient.
+    """
+    return _Attention.apply(q, k, v, mask)
+
+
+def attention_autograd_torch(q, k, v, mask=None):
+    """The same forward written with plain torch ops, differentiated by torch autograd."""
+    s = q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf"))
+    a = torch.softmax(s, dim=-1).nan_to_num(0.0)  # fully masked rows: NaN -> 0
+    return a @ v, a
+
+
+class MultiHeadAttention(nn.Module):
+    """``mha_forward`` as a module with the hand-derived backward inside.
+
+    Parameters W_q, W_k, W_v, W_o (d_model, d_model) are used as ``x @ W`` like the numpy
+    reference. ``forward(x_q, x_kv=None, mask=None)``: x_kv defaults to x_q
+    (self-attention). The last weights (B, n_heads, T_q, T_k) are kept in ``self.attention``
+    for plots.
+    """
+
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        self.n_heads = n_heads
+        std = d_model ** -0.5
+        self.W_q, self.W_k, self.W_v, self.W_o = (
+            nn.Parameter(torch.randn(d_model, d_model) * std) for _ in range(4))
+        self.attention = None
+
+    def forward(self, x_q, x_kv=None, mask=None):
+        x_kv = x_q if x_kv is None else x_kv
+        q = split_heads(x_q @ self.W_q, self.n_heads)  # (B, n_heads, T_q, d_k)
+        k = split_heads(x_kv @ self.W_k, self.n_heads)  # (B, n_heads, T_k, d_k)
+        v = split_heads(x_kv @ self.W_v, self.n_heads)  # (B, n_heads, T_k, d_k)
+        heads, self.attention = attention_torch(q, k, v, mask)  # (B, n_heads, T_q, d_k)
+        return merge_heads(heads) @ self.W_o  # (B, T_q, d_model)
+
+
+def backward_timings(seq_lens, batch_heads=8, d_k=64, repeats=5, device="cpu",
+                     dtype=torch.float32):
+    """Forward + backward time of the hand-derived and the autograd attention, per T.
+
+    Seed 000 says the manual backward can beat autograd; this measures it, side by side,
+    on random (batch_heads, T, d_k) inputs. Returns one dict per T with the best of
+    ``repeats`` times in seconds for "manual" and "autograd" and their ratio
+    autograd / manual (above 1: the hand-derived pass is faster).
+    """
+    rows = []
+    for T in seq_lens:
+        gen = torch.Generator().manual_seed(T)
+        q, k, v = (torch.randn(batch_heads, T, d_k, generator=gen, dtype=dtype).to(device)
+                   .requires_grad_() for _ in range(3))
+        mask = torch.from_numpy(causal_mask(T)).to(device)
+        row = {"T": T}
+        for name, fn in (("manual", attention_torch), ("autograd", attention_autograd_torch)):
+            times = []
+            for _ in range(repeats + 1):  # the first run warms up and is dropped
+                q.grad = k.grad = v.grad = None
+                _sync(device)
+                start = time.perf_counter()
+                out, _weights = fn(q, k, v, mask)
+                out.sum().backward()
+                _sync(device)
+                times.append(time.perf_counter() - start)
+            row[name] = min(times[1:])
+        row["ratio"] = row["autograd"] / row["manual"]
+        rows.append(row)
+    return rows
+
+
+def _sync(device):
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()

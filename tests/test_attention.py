@@ -1,0 +1,218 @@
+"""course_lib.attention: numpy reference vs finite differences (float64), the column and row
+forms against each other, masks, and the torch fast path vs numpy and vs torch autograd."""
+import numpy as np
+import pytest
+import torch
+
+from course_lib import attention as att
+from course_lib.gradcheck import numerical_gradient, rel_error
+
+TOL = 1e-7  # central differences in float64 agree to about 1e-9
+
+
+def _fd_check(forward, backward, inputs, seed=0):
+    """Relative errors of ``backward(dout)`` against central differences, one per input."""
+    dout = np.random.default_rng(seed).standard_normal(forward(**inputs)[0].shape)
+    analytic = backward(dout, forward(**inputs)[1])
+    errors = {}
+    for (name, x), grad in zip(inputs.items(), analytic):
+        numeric = numerical_gradient(lambda _: np.sum(forward(**inputs)[0] * dout), x)
+        errors[name] = rel_error(grad, numeric)
+    return errors
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(1234)
+
+
+@pytest.mark.parametrize("lead,T_q,T_k,d_k,d_v,mask_kind", [
+    ((), 4, 4, 3, 3, None),
+    ((2,), 3, 5, 4, 2, "random"),
+    ((2, 3), 5, 5, 2, 3, "causal"),
+    ((3,), 4, 6, 3, 2, "padding"),  # one sequence of length 0: fully masked rows
+])
+def test_attention_backward_matches_finite_differences(rng, lead, T_q, T_k, d_k, d_v, mask_kind):
+    mask = {None: None,
+            "random": rng.random((*lead, T_q, T_k)) < 0.7,
+            "causal": att.causal_mask(T_q, T_k),
+            "padding": att.padding_mask([6, 2, 0], T_k)}[mask_kind]
+    inputs = {"Q": rng.standard_normal((*lead, T_q, d_k)), "K": rng.standard_normal((*lead, T_k, d_k)),
+              "V": rng.standard_normal((*lead, T_k, d_v))}
+    errors = _fd_check(lambda Q, K, V: att.attention_forward(Q, K, V, mask),
+                       att.attention_backward, inputs)
+    assert max(errors.values()) < TOL, errors
+
+
+def test_weights_are_a_distribution_over_allowed_keys(rng):
+    Q, K, V = rng.standard_normal((5, 4)), rng.standard_normal((7, 4)), rng.standard_normal((7, 3))
+    mask = rng.random((5, 7)) < 0.5
+    mask[:, 0] = True
+    out, cache = att.attention_forward(Q, K, V, mask)
+    assert np.allclose(cache.A.sum(-1), 1.0)
+    assert np.all(cache.A[~mask] == 0.0)
+    assert np.allclose(out, cache.A @ V)
+
+
+def test_fully_masked_rows_give_zeros_not_nan(rng):
+    Q, K, V = (rng.standard_normal((2, 3, 4)) for _ in range(3))
+    mask = att.padding_mask([3, 0], 3)  # the second sequence is all padding
+    out, cache = att.attention_forward(Q, K, V, mask)
+    assert np.all(np.isfinite(out)) and np.all(np.isfinite(cache.A))
+    assert np.all(out[1] == 0.0) and np.all(cache.A[1] == 0.0)
+    grads = att.attention_backward(np.ones_like(out), cache)
+    assert all(np.all(np.isfinite(g)) for g in grads)
+
+
+def test_large_logits_do_not_overflow(rng):
+    Q, K = rng.standard_normal((4, 16)) * 40, rng.standard_normal((6, 16)) * 40
+    out, cache = att.attention_forward(Q, K, rng.standard_normal((6, 2)))
+    assert np.all(np.isfinite(out)) and np.allclose(cache.A.sum(-1), 1.0)
+
+
+def test_causal_mask_and_kv_cache_alignment():
+    assert np.array_equal(att.causal_mask(3), [[1, 0, 0], [1, 1, 0], [1, 1, 1]])
+    # two new queries at positions 3 and 4 of a five-token sequence see keys 0..3 and 0..4
+    assert np.array_equal(att.causal_mask(2, 5), [[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]])
+
+
+def test_padding_mask_broadcasts_over_queries():
+    mask = att.padding_mask(np.array([2, 0, 3]), 3)
+    assert mask.shape == (3, 1, 3) and mask.dtype == bool
+    assert np.array_equal(mask[:, 0], [[1, 1, 0], [0, 0, 0], [1, 1, 1]])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_column_form_backward_matches_finite_differences(rng, causal):
+    d, h, T = 5, 3, 4
+    inputs = {"X": rng.standard_normal((d, T)), "A": rng.standard_normal((h, d)),
+              "B": rng.standard_normal((h, d)), "C": rng.standard_normal((h, d))}
+
+    def backward(E, cache):  # order the gradients like the inputs: X first
+        dA, dB, dC, dX = att.self_attention_col_backward(E, cache)
+        return dX, dA, dB, dC
+
+    errors = _fd_check(lambda X, A, B, C: att.self_attention_col_forward(X, A, B, C, causal),
+                       backward, inputs)
+    assert max(errors.values()) < TOL, errors
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_column_form_is_the_row_form_transposed(rng, causal):
+    d, h, T = 4, 3, 6
+    X, A, B, C = (rng.standard_normal(s) for s in ((d, T), (h, d), (h, d), (h, d)))
+    E = rng.standard_normal((h, T))
+    Z, cache = att.self_attention_col_forward(X, A, B, C, causal)
+    col = (Z, *att.self_attention_col_backward(E, cache))
+    row = att.self_attention_col_via_rows(X, A, B, C, E, causal)
+    for c, r in zip(col, row):
+        assert np.allclose(c, r, rtol=1e-12, atol=1e-12)
+    if causal:  # i <= t: the column form keeps the upper triangle
+        assert np.allclose(np.tril(cache[-1], -1), 0.0)
+
+
+def test_split_and_merge_heads_are_inverse(rng):
+    x = rng.standard_normal((2, 5, 12))
+    heads = att.split_heads(x, 3)
+    assert heads.shape == (2, 3, 5, 4)
+    assert np.array_equal(heads[1, 2, 4], x[1, 4, 8:12])  # head 2 owns features 8..11
+    assert np.array_equal(att.merge_heads(heads), x)
+
+
+def _mha_inputs(rng, B=2, T_q=3, T_k=5, d_model=6, n_heads=2, d_k=4, d_v=5):
+    return {"x_q": rng.standard_normal((B, T_q, d_model)), "x_kv": rng.standard_normal((B, T_k, d_model)),
+            "W_q": rng.standard_normal((d_model, n_heads * d_k)) / 2,
+            "W_k": rng.standard_normal((d_model, n_heads * d_k)) / 2,
+            "W_v": rng.standard_normal((d_model, n_heads * d_v)) / 2,
+            "W_o": rng.standard_normal((n_heads * d_v, d_model)) / 2}
+
+
+def test_cross_attention_backward_matches_finite_differences(rng):
+    inputs = _mha_inputs(rng)  # T_q != T_k and d_k != d_v
+    mask = att.padding_mask([5, 2], 5)[:, None]  # (B, 1, 1, T_k)
+    errors = _fd_check(lambda **kw: att.mha_forward(**kw, n_heads=2, mask=mask),
+                       att.mha_backward, inputs)
+    assert max(errors.values()) < TOL, errors
+
+
+def test_multi_head_weights_and_self_attention(rng):
+    x = rng.standard_normal((1, 4, 8))
+    W = [rng.standard_normal((8, 8)) for _ in range(4)]
+    out, cache = att.mha_forward(x, x, *W, n_heads=2, mask=att.causal_mask(4))
+    assert out.shape == (1, 4, 8) and cache.attention.A.shape == (1, 2, 4, 4)
+    assert np.allclose(np.triu(cache.attention.A, 1), 0.0)
+    # head 0 is plain attention on the first d_k columns of the projections
+    head0, _ = att.attention_forward(x @ W[0][:, :4], x @ W[1][:, :4], x @ W[2][:, :4],
+                                     att.causal_mask(4))
+    assert np.allclose(cache.concat[..., :4], head0)
+
+
+# ----------------------------------------------------------------------------- torch
+def _torch(*arrays, grad=False):
+    return [torch.tensor(a, requires_grad=grad) for a in arrays]
+
+
+@pytest.mark.parametrize("mask_kind", [None, "causal", "padding"])
+def test_torch_path_matches_numpy(rng, mask_kind):
+    Q, K, V = rng.standard_normal((3, 4, 5)), rng.standard_normal((3, 4, 5)), rng.standard_normal((3, 4, 2))
+    mask = {None: None, "causal": att.causal_mask(4),
+            "padding": att.padding_mask([4, 1, 0], 4)}[mask_kind]
+    dout = rng.standard_normal((3, 4, 2))
+    out, cache = att.attention_forward(Q, K, V, mask)
+    grads = att.attention_backward(dout, cache)
+    q, k, v = _torch(Q, K, V, grad=True)
+    out_t, a_t = att.attention_torch(q, k, v, None if mask is None else torch.from_numpy(mask))
+    out_t.backward(torch.from_numpy(dout))
+    assert np.allclose(out_t.detach().numpy(), out) and np.allclose(a_t.numpy(), cache.A)
+    for g_np, t in zip(grads, (q, k, v)):
+        assert np.allclose(t.grad.numpy(), g_np, rtol=1e-10, atol=1e-12)
+
+
+def test_torch_custom_backward_matches_autograd(rng):
+    q, k, v = _torch(rng.standard_normal((2, 6, 4)), rng.standard_normal((2, 6, 4)),
+                     rng.standard_normal((2, 6, 3)), grad=True)
+    mask = torch.from_numpy(att.causal_mask(6))
+    assert torch.autograd.gradcheck(lambda *t: att.attention_torch(*t, mask)[0], (q, k, v))
+    dout = torch.randn(2, 6, 3, dtype=torch.float64)
+    manual = torch.autograd.grad(att.attention_torch(q, k, v, mask)[0], (q, k, v), dout)
+    auto = torch.autograd.grad(att.attention_autograd_torch(q, k, v, mask)[0], (q, k, v), dout)
+    for m, a in zip(manual, auto):
+        assert torch.allclose(m, a, rtol=1e-10, atol=1e-12)
+
+
+def test_multi_head_module_matches_numpy_reference(rng):
+    inputs = _mha_inputs(rng, d_model=8, n_heads=2, d_k=4, d_v=4)
+    mask = att.causal_mask(3, 5)
+    module = att.MultiHeadAttention(8, 2).double()
+    with torch.no_grad():
+        for name in ("W_q", "W_k", "W_v", "W_o"):
+            getattr(module, name).copy_(torch.from_numpy(inputs[name]))
+    x_q, x_kv = _torch(inputs["x_q"], inputs["x_kv"], grad=True)
+    out = module(x_q, x_kv, torch.from_numpy(mask))
+    dout = rng.standard_normal(out.shape)
+    out.backward(torch.from_numpy(dout))
+    ref_out, cache = att.mha_forward(**inputs, n_heads=2, mask=mask)
+    ref_grads = att.mha_backward(dout, cache)
+    assert np.allclose(out.detach().numpy(), ref_out)
+    assert np.allclose(module.attention.numpy(), cache.attention.A)
+    torch_grads = (x_q.grad, x_kv.grad, module.W_q.grad, module.W_k.grad, module.W_v.grad, module.W_o.grad)
+    for t, r in zip(torch_grads, ref_grads):
+        assert np.allclose(t.numpy(), r, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_torch_path_runs_on_cuda(rng):
+    q, k, v = (torch.randn(2, 8, 4, device="cuda", requires_grad=True) for _ in range(3))
+    mask = torch.from_numpy(att.causal_mask(8)).cuda()
+    out, _ = att.attention_torch(q, k, v, mask)
+    out.sum().backward()
+    ref, _ = att.attention_autograd_torch(q.detach().cpu(), k.detach().cpu(), v.detach().cpu(), mask.cpu())
+    assert out.device.type == "cuda" and torch.allclose(out.detach().cpu(), ref, atol=1e-5)
+
+
+def test_backward_timings_reports_both_paths():
+    rows = att.backward_timings([8, 16], batch_heads=2, d_k=4, repeats=1)
+    assert [r["T"] for r in rows] == [8, 16]
+    for r in rows:
+        assert r["manual"] > 0 and r["autograd"] > 0
+        assert r["ratio"] == pytest.approx(r["autograd"] / r["manual"])
