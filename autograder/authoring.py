@@ -38,7 +38,9 @@ def check_cell(exercise_id: str) -> nbformat.NotebookNode:
 
 def graded_cell(exercise_id: str) -> nbformat.NotebookNode:
     ex = get(exercise_id)
-    source = f'# Graded: {ex.signature}. Do not edit.\nrecord("{exercise_id}", globals())'
+    # The import is repeated here so that a learner's own `record` cannot stand in for it.
+    source = (f"# Graded: {ex.signature}. Do not edit.\n"
+              f'from autograder.kernel import record\nrecord("{exercise_id}", globals())')
     return new_code_cell(source, metadata=_meta("grade_" + grade_id(exercise_id), solution=False,
                                                 grade=True, locked=True, points=ex.points))
 

@@ -49,6 +49,8 @@ def names_used(node: ast.AST) -> set[str]:
             dotted = _dotted(sub)
             if dotted:
                 found.add(dotted)
+            if isinstance(sub, ast.Attribute) and sub.attr.startswith("__"):
+                found.add(sub.attr)  # `f.__globals__` reaches a module whatever `f` is
     return found
 
 

@@ -43,7 +43,8 @@ class Mistake:
 # Code that the learner's own cells may never use, whatever the exercise: it would let
 # learner code reach the grader, the reference, or hide what it imports.
 ALWAYS_FORBIDDEN = ("autograder", "importlib", "__import__", "exec", "eval", "compile",
-                    "sys.modules", "builtins")
+                    "sys.modules", "builtins", "getattr", "setattr", "delattr", "vars",
+                    "__globals__", "__builtins__", "__dict__", "__code__", "__subclasses__")
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,9 @@ def new_course(root: Path):
     from nbgrader.apps import NbGraderAPI
 
     (root / "solutions").symlink_to(SOLUTIONS, target_is_directory=True)
+    (root / "nbgrader_config.py").write_text(  # so nbgrader's own commands work there too
+        "from pathlib import Path\nfrom autograder.config import configure\n"
+        "configure(get_config(), Path(__file__).resolve().parent)\n")
     config = Config()
     configure(config, root)
     return NbGraderAPI(config=config)

@@ -16,9 +16,9 @@ NUMERIC_KINDS = "biuf"
 
 
 def encode_array(a: np.ndarray) -> dict:
-    a = np.ascontiguousarray(a)
+    a = np.asarray(a)
     return {"dtype": a.dtype.str, "shape": list(a.shape),
-            "data": base64.b64encode(a.tobytes()).decode("ascii")}
+            "data": base64.b64encode(a.tobytes(order="C")).decode("ascii")}
 
 
 def decode_array(d: dict) -> np.ndarray:

@@ -1,0 +1,88 @@
+"""The tests that must always hold, for every notebook of the course (DESIGN.md).
+
+Each solution scores full marks through the real nbgrader pipeline and runs top to bottom in
+CI mode; each released notebook runs without an error and scores zero; notebooks/ is exactly
+what solutions/ generates; no committed notebook carries outputs; every registered exercise
+has one graded cell worth its points.
+"""
+import json
+
+import nbformat
+import pytest
+
+from autograder.exercises import all_exercises
+from autograder.nbgrader_plugin import recorded_exercise
+from autograder.release import assignments, generate_to_temp
+from helpers import NOTEBOOKS, SOLUTIONS, grade, run_notebook
+
+ASSIGNMENTS = assignments()
+
+
+def solution(a):
+    (path,) = (SOLUTIONS / a).glob("*.ipynb")
+    return path
+
+
+def release(a):
+    return NOTEBOOKS / a / solution(a).name
+
+
+@pytest.fixture(scope="module")
+def generated():
+    tmp, paths = generate_to_temp()
+    yield {(p.parent.name, p.name): p for p in paths}
+    tmp.cleanup()
+
+
+def test_every_course_notebook_is_there():
+    assert ASSIGNMENTS[:1] == ["00_start_here"] and "02_attention" in ASSIGNMENTS
+
+
+def test_committed_notebooks_have_no_outputs():
+    for path in list(SOLUTIONS.rglob("*.ipynb")) + list(NOTEBOOKS.rglob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code":
+                assert not cell.outputs and cell.execution_count is None, f"{path} has outputs"
+
+
+def test_notebooks_folder_is_what_solutions_generate(generated):
+    committed = {(p.parent.name, p.name): p for p in NOTEBOOKS.glob("*/*.ipynb")}
+    assert committed.keys() == generated.keys(), "run `autograder generate`"
+    for key, path in generated.items():
+        assert json.loads(committed[key].read_text()) == json.loads(path.read_text()), \
+            f"notebooks/{key[0]}/{key[1]} is stale: run `autograder generate {key[0]}`"
+
+
+def test_each_exercise_has_one_graded_cell_worth_its_points():
+    seen = {}
+    for path in SOLUTIONS.glob("*/*.ipynb"):
+        for cell in nbformat.read(path, as_version=4).cells:
+            ex_id = recorded_exercise(cell)
+            if ex_id:
+                assert ex_id not in seen, f"{ex_id} graded twice ({seen[ex_id]} and {path})"
+                seen[ex_id] = (path, cell.metadata["nbgrader"]["points"])
+    registry = {ex.id: ex.points for ex in all_exercises()}
+    assert set(seen) == set(registry)
+    for ex_id, (path, points) in seen.items():
+        assert points == registry[ex_id], f"{path}: {ex_id} worth {points}, registry says {registry[ex_id]}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_solution_scores_full_marks(assignment):
+    result = grade(solution(assignment))
+    lost = {e.id: e.messages for e in result.exercises if e.points < e.max_points}
+    assert result.max_total > 0 and not lost, lost
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_release_runs_without_error_and_scores_zero(assignment):
+    run_notebook(release(assignment), mode="grade")
+    result = grade(release(assignment))
+    assert result.total == 0 and result.max_total > 0
+    for e in result.exercises:
+        assert any("not implemented yet" in m for m in e.messages), (e.id, e.messages)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_solution_runs_top_to_bottom_in_ci_mode(assignment):
+    run_notebook(solution(assignment), mode="ci")

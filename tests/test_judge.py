@@ -1,0 +1,64 @@
+"""The judge scores cases, names mistakes, and refuses forbidden code."""
+import numpy as np
+
+from autograder.exercise import Exercise, Mistake, as_outputs
+from autograder.judge import NOT_IMPLEMENTED, judge
+
+
+def _cases(rng, hidden):
+    return [dict(x=rng.normal(size=(3, 4))) for _ in range(3 if hidden else 2)]
+
+
+EX = Exercise("demo.double", "double", "double(x) -> y", cases=_cases, reference=lambda x: 2 * x,
+              points=3, output_names=("y",),
+              mistakes=[Mistake("tripled instead of doubled", "multiply by 2.", wrong=lambda x: 3 * x)])
+
+
+def outputs(fn, hidden=True):
+    return [as_outputs(fn(**c)) for c in EX.all_cases(hidden)]
+
+
+def test_right_answer_gets_full_marks():
+    v = judge(EX, outputs(lambda x: x + x))
+    assert (v.points, v.passed, v.total) == (3, 5, 5) and v.full_marks
+
+
+def test_known_mistake_is_named_and_scores_zero():
+    v = judge(EX, outputs(lambda x: 3 * x))
+    assert v.points == 0 and "tripled instead of doubled" in " ".join(v.messages)
+
+
+def test_partial_credit_and_location_of_the_first_difference():
+    results = outputs(lambda x: 2 * x)
+    results[3] = (results[3][0] + np.eye(3, 4),)
+    v = judge(EX, results)
+    assert v.points == round(3 * 4 / 5, 3)
+    assert "case 4" in " ".join(v.messages) and "index (0, 0)" in " ".join(v.messages)
+
+
+def test_wrong_shape_and_errors_are_reported():
+    v = judge(EX, [(np.zeros(2),)] * 4 + ["ValueError: boom"])
+    text = " ".join(v.messages)
+    assert v.points == 0 and "shape (2,)" in text and "ValueError: boom" in text
+
+
+def test_not_implemented_says_so():
+    v = judge(EX, [NOT_IMPLEMENTED] * 5)
+    assert v.points == 0 and v.messages == ["`double` is not implemented yet."]
+
+
+def test_forbidden_code_scores_zero_even_when_right():
+    v = judge(EX, outputs(lambda x: 2 * x), forbidden_hits=["course_lib.demo"])
+    assert v.points == 0 and "course_lib.demo" in v.messages[0]
+
+
+def test_objects_are_not_numbers():
+    class AlwaysEqual:
+        def __eq__(self, other):
+            return True
+    try:
+        as_outputs(AlwaysEqual())
+    except TypeError as err:
+        assert "AlwaysEqual" in str(err)
+    else:
+        raise AssertionError("an object travelled as an output")
