@@ -1,0 +1,65 @@
+"""The autograder command as learners and instructors use it."""
+import csv
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder.classroom import grade_class
+from autograder.grading import new_course
+from helpers import NOTEBOOKS, SOLUTIONS, mutant
+
+SOLUTION = SOLUTIONS / "00_start_here" / "start_here.ipynb"
+RELEASE = NOTEBOOKS / "00_start_here" / "start_here.ipynb"
+CLI = [str(Path(sys.executable).with_name("autograder"))]
+
+
+def run_cli(*args):
+    return subprocess.run(CLI + list(args), capture_output=True, text=True)
+
+
+def test_submit_full_marks_exits_zero_and_writes_feedback(tmp_path):
+    nb = tmp_path / "start_here.ipynb"
+    shutil.copyfile(SOLUTION, nb)
+    proc = run_cli("submit", str(nb))
+    assert proc.returncode == 0, proc.stderr
+    assert "total" in proc.stdout and "4 / 4" in proc.stdout
+    html = (tmp_path / "start_here_feedback.html").read_text()
+    assert "warmup.softmax" in html and "<html" in html.lower()
+
+
+def test_submit_json_and_nonzero_exit_below_full_marks(tmp_path):
+    proc = run_cli("submit", str(RELEASE), "--json", "--feedback", str(tmp_path / "fb.html"))
+    assert proc.returncode == 1
+    result = json.loads(proc.stdout)
+    assert result["total"] == 0 and result["max_total"] == 4
+    assert {e["id"] for e in result["exercises"]} == {"warmup.softmax", "warmup.softmax_jvp"}
+    assert all(e["messages"] for e in result["exercises"])
+
+
+def test_submit_unknown_notebook_says_what_to_do(tmp_path):
+    nb = tmp_path / "mine.ipynb"
+    shutil.copyfile(RELEASE, nb)
+    proc = run_cli("submit", str(nb))
+    assert proc.returncode == 2 and "--assignment" in proc.stderr
+
+
+def test_grade_a_class_from_a_zip_into_the_gradebook_and_csv(tmp_path):
+    course = tmp_path / "course"
+    course.mkdir()
+    new_course(course)
+    wrong = mutant(SOLUTION, "warmup_softmax_jvp", "return s * (g - np.sum(g * s, axis=axis, keepdims=True))",
+                   "return s * g", tmp_path)
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.write(SOLUTION, "ada.ipynb")
+        zf.write(RELEASE, "bob.ipynb")
+        zf.write(wrong, "cy/start_here.ipynb")
+    out = grade_class(archive, "00_start_here", jobs=2, csv_path=tmp_path / "grades.csv", course_root=course)
+    rows = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader(out.open())}
+    assert rows == {"ada": 4.0, "bob": 0.0, "cy": 2.0}
+    assert (course / "feedback" / "cy" / "00_start_here" / "start_here.html").exists()
