@@ -1,0 +1,252 @@
+"""Exercises of notebook 04 (layer norm, FFN, residual blocks): cases, references, mistakes.
+
+All cases are float64 and the tolerance is tight (rtol 1e-7), because some mistakes (eps
+outside the square root) change the result by little when the variance is large; the
+hidden cases include vectors with a variance well below eps to make them visible.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.exercise import Exercise, Mistake
+from course_lib.layernorm import (EPS, ffn_forward, layernorm_backward, layernorm_forward,
+                                  post_ln_block, pre_ln_block)
+
+NO_LIBRARY = ("course_lib.layernorm", "torch")
+TOL = dict(rtol=1e-7, atol=1e-9)
+
+
+# --------------------------------------------------------------------------- forward
+def _params(rng, d):
+    return rng.normal(1.0, 0.5, size=d), rng.normal(0.0, 0.5, size=d)
+
+
+def _x(rng, *shape, scale=1.0, shift=0.0):
+    return rng.normal(size=shape) * scale + shift
+
+
+def _forward_cases(rng, hidden):
+    if not hidden:
+        return [dict(x=_x(rng, 3, 5), **dict(zip(("gamma", "beta"), _params(rng, 5)))),
+                dict(x=_x(rng, 2, 4, 6, scale=2.0, shift=1.0),
+                     **dict(zip(("gamma", "beta"), _params(rng, 6))))]
+    cases = []
+    for shape, scale, shift in [((4, 8), 1e-3, 0.5),  # variance 1e-6, below eps
+                                ((2, 3, 4), 3.0, -2.0), ((1, 2), 1.0, 0.0),
+                                ((5, 1, 16), 0.01, 0.0), ((2, 7, 32), 1.0, 5.0)]:
+        gamma, beta = _params(rng, shape[-1])
+        cases.append(dict(x=_x(rng, *shape, scale=scale, shift=shift), gamma=gamma, beta=beta))
+    return cases
+
+
+def _normalise(x, gamma, beta, axes, ddof=0, eps_inside=True, eps=EPS):
+    mu = x.mean(axis=axes, keepdims=True)
+    var = x.var(axis=axes, keepdims=True, ddof=ddof)
+    scale = np.sqrt(var + eps) if eps_inside else np.sqrt(var) + eps
+    return gamma * (x - mu) / scale + beta
+
+
+def _forward_out(x, gamma, beta):
+    return layernorm_forward(x, gamma, beta)[0]
+
+
+FORWARD_MISTAKES = [
+    Mistake("unbiased variance",
+            "layer norm divides by d_model, not d_model - 1 (np.var's default ddof=0; "
+            "torch.var's default is the unbiased one).",
+            wrong=lambda x, gamma, beta: _normalise(x, gamma, beta, -1, ddof=1)),
+    Mistake("eps outside the square root",
+            "divide by sqrt(var + eps), not sqrt(var) + eps: it matters when the variance is "
+            "small compared with eps.",
+            wrong=lambda x, gamma, beta: _normalise(x, gamma, beta, -1, eps_inside=False)),
+    Mistake("normalising over the batch axis",
+            "that is batch norm: layer norm takes the mean and variance of each vector over its "
+            "own d_model features (axis=-1, keepdims=True).",
+            wrong=lambda x, gamma, beta: _normalise(x, gamma, beta, 0)),
+    Mistake("statistics over the whole array",
+            "each vector x[..., :] gets its own mean and variance (axis=-1), not one for the "
+            "whole batch.",
+            wrong=lambda x, gamma, beta: _normalise(x, gamma, beta, None)),
+    Mistake("gamma and beta swapped",
+            "gamma scales x_hat and beta shifts it: out = gamma * x_hat + beta.",
+            wrong=lambda x, gamma, beta: _forward_out(x, beta, gamma)),
+    Mistake("eps left out",
+            "divide by sqrt(var + eps) with the given eps, which keeps a constant vector finite.",
+            wrong=lambda x, gamma, beta: _normalise(x, gamma, beta, -1, eps=0.0)),
+    Mistake("gamma and beta not applied",
+            "return gamma * x_hat + beta, not x_hat.",
+            wrong=lambda x, gamma, beta: _forward_out(x, np.ones_like(gamma), np.zeros_like(beta))),
+]
+
+
+# --------------------------------------------------------------------------- backward
+def _backward_cases(rng, hidden):
+    return [dict(case, dout=rng.normal(size=case["x"].shape)) for case in _forward_cases(rng, hidden)]
+
+
+def _call_backward(namespace, case):
+    _, cache = namespace["layernorm_forward"](case["x"], case["gamma"], case["beta"])
+    return namespace["layernorm_backward"](case["dout"], cache)
+
+
+def _backward_reference(x, gamma, beta, dout):
+    return layernorm_backward(dout, layernorm_forward(x, gamma, beta)[1])
+
+
+def _backward_parts(x, gamma, beta, dout, mean_term=True, var_term=True, use_gamma=True):
+    """dx with chosen terms of the derivation left out; dgamma, dbeta as the reference."""
+    _, dgamma, dbeta = _backward_reference(x, gamma, beta, dout)
+    x_hat, inv_std, _ = layernorm_forward(x, gamma, beta)[1]
+    g = dout * gamma if use_gamma else dout
+    dx = g.copy()
+    if mean_term:
+        dx -= g.mean(axis=-1, keepdims=True)
+    if var_term:
+        dx -= x_hat * (g * x_hat).mean(axis=-1, keepdims=True)
+    return dx * inv_std, dgamma, dbeta
+
+
+def _dgamma_from_x(x, gamma, beta, dout):
+    dx, _, dbeta = _backward_reference(x, gamma, beta, dout)
+    return dx, (dout * x).reshape(-1, x.shape[-1]).sum(0), dbeta
+
+
+def _swap_param_grads(x, gamma, beta, dout):
+    dx, dgamma, dbeta = _backward_reference(x, gamma, beta, dout)
+    return dx, dbeta, dgamma
+
+
+def _not_summed(x, gamma, beta, dout):
+    dx, _, _ = _backward_reference(x, gamma, beta, dout)
+    return dx, dout * layernorm_forward(x, gamma, beta)[1][0], dout
+
+
+BACKWARD_MISTAKES = [
+    Mistake("backward that treats mean and variance as constants",
+            "mu and sigma depend on every x_j of the vector, so dx has two more terms: "
+            "dx = (g - mean(g) - x_hat * mean(g * x_hat)) / sigma with g = dout * gamma.",
+            wrong=lambda **c: _backward_parts(**c, mean_term=False, var_term=False)),
+    Mistake("variance treated as a constant in the backward",
+            "the path through sigma gives the term - x_hat * mean(g * x_hat).",
+            wrong=lambda **c: _backward_parts(**c, var_term=False)),
+    Mistake("mean treated as a constant in the backward",
+            "the path through mu gives the term - mean(g).",
+            wrong=lambda **c: _backward_parts(**c, mean_term=False)),
+    Mistake("gamma left out of dx",
+            "the gradient reaching x_hat is dout * gamma.",
+            wrong=lambda **c: _backward_parts(**c, use_gamma=False)),
+    Mistake("dgamma and dbeta swapped",
+            "dgamma = sum(dout * x_hat), dbeta = sum(dout), summed over all leading axes.",
+            wrong=_swap_param_grads),
+    Mistake("dgamma computed from x instead of x_hat",
+            "gamma multiplies the normalised x_hat, so dgamma = sum(dout * x_hat).",
+            wrong=_dgamma_from_x),
+    Mistake("dgamma and dbeta not summed over positions",
+            "gamma and beta are shared by every vector: sum their gradients over all leading "
+            "axes so they have shape (d_model,).", wrong=_not_summed),
+]
+
+
+# ------------------------------------------------------------------ FFN and the blocks
+def _block_cases(rng, hidden):
+    shapes = [((3, 4), 8), ((2, 3, 6), 12)] if not hidden else \
+        [((1, 2), 3), ((2, 5, 8), 32), ((4, 16), 8), ((2, 2, 3, 4), 16)]
+    cases = []
+    for shape, d_ff in shapes:
+        d = shape[-1]
+        gamma, beta = _params(rng, d)
+        cases.append(dict(x=_x(rng, *shape, scale=2.0, shift=0.5),
+                          W1=rng.normal(size=(d, d_ff)) / np.sqrt(d), b1=rng.normal(size=d_ff) * 0.5,
+                          W2=rng.normal(size=(d_ff, d)) / np.sqrt(d_ff), b2=rng.normal(size=d) * 0.5,
+                          gamma=gamma, beta=beta))
+    return cases
+
+
+def _ffn_cases(rng, hidden):
+    return [{k: v for k, v in c.items() if k not in ("gamma", "beta")} for c in _block_cases(rng, hidden)]
+
+
+def _ffn(x, W1, b1, W2, b2):
+    return ffn_forward(x, W1, b1, W2, b2)[0]
+
+
+def _ln(x, gamma, beta):
+    return layernorm_forward(x, gamma, beta)[0]
+
+
+FFN_MISTAKES = [
+    Mistake("ReLU left out",
+            "the hidden layer is ReLU(x W1 + b1); without it the two layers collapse into one "
+            "linear map.", wrong=lambda x, W1, b1, W2, b2: (x @ W1 + b1) @ W2 + b2),
+    Mistake("ReLU after the output layer too",
+            "only the hidden layer has a ReLU; the output x W2 + b2 stays linear.",
+            wrong=lambda x, W1, b1, W2, b2: np.maximum(_ffn(x, W1, b1, W2, b2), 0.0)),
+    Mistake("b1 added after the ReLU",
+            "the bias goes inside: ReLU(x W1 + b1).",
+            wrong=lambda x, W1, b1, W2, b2: (np.maximum(x @ W1, 0.0) + b1) @ W2 + b2),
+]
+
+
+def _post_no_residual(x, W1, b1, W2, b2, gamma, beta):
+    return _ln(_ffn(x, W1, b1, W2, b2), gamma, beta)
+
+
+def _norm_of_sublayer_only(x, W1, b1, W2, b2, gamma, beta):
+    return x + _ln(_ffn(x, W1, b1, W2, b2), gamma, beta)
+
+
+def _residual_after_norm(x, W1, b1, W2, b2, gamma, beta):
+    h = _ln(x, gamma, beta)
+    return h + _ffn(h, W1, b1, W2, b2)
+
+
+POST_LN_MISTAKES = [
+    Mistake("Pre-LN order in the Post-LN block",
+            "Post-LN normalises after the addition: out = LN(x + FFN(x)).", wrong=pre_ln_block),
+    Mistake("residual connection missing",
+            "add the block's input before normalising: LN(x + FFN(x)).", wrong=_post_no_residual),
+    Mistake("norm applied to the sublayer output only",
+            "the norm comes after the residual addition, so it sees x + FFN(x).",
+            wrong=_norm_of_sublayer_only),
+]
+
+PRE_LN_MISTAKES = [
+    Mistake("residual added after the norm in a Pre-LN block",
+            "the residual path must carry the un-normalised x: out = x + FFN(LN(x)), "
+            "not LN(x) + FFN(LN(x)).", wrong=_residual_after_norm),
+    Mistake("Post-LN order in the Pre-LN block",
+            "Pre-LN normalises the sublayer's input: out = x + FFN(LN(x)).", wrong=post_ln_block),
+    Mistake("residual connection missing",
+            "add x to the sublayer's output: x + FFN(LN(x)).",
+            wrong=lambda x, W1, b1, W2, b2, gamma, beta: _ffn(_ln(x, gamma, beta), W1, b1, W2, b2)),
+    Mistake("norm skipped",
+            "the sublayer sees LN(x), not x.",
+            wrong=lambda x, W1, b1, W2, b2, gamma, beta: x + _ffn(x, W1, b1, W2, b2)),
+]
+
+
+EXERCISES = [
+    Exercise(id="layernorm.forward", function="layernorm_forward",
+             signature="layernorm_forward(x, gamma, beta, eps=1e-5) -> (out, cache)",
+             cases=_forward_cases, reference=_forward_out, points=2, output_names=("out",),
+             call=lambda ns, c: ns["layernorm_forward"](**c)[0],
+             forbidden=NO_LIBRARY, mistakes=FORWARD_MISTAKES, **TOL),
+    Exercise(id="layernorm.backward", function="layernorm_backward",
+             signature="layernorm_backward(dout, cache) -> (dx, dgamma, dbeta)",
+             cases=_backward_cases, reference=_backward_reference, points=3,
+             output_names=("dx", "dgamma", "dbeta"), call=_call_backward,
+             forbidden=NO_LIBRARY + ("torch.autograd",), mistakes=BACKWARD_MISTAKES, **TOL),
+    Exercise(id="layernorm.ffn", function="ffn_forward",
+             signature="ffn_forward(x, W1, b1, W2, b2) -> (out, cache)",
+             cases=_ffn_cases, reference=_ffn, points=1, output_names=("out",),
+             call=lambda ns, c: ns["ffn_forward"](**c)[0],
+             forbidden=NO_LIBRARY, mistakes=FFN_MISTAKES, **TOL),
+    Exercise(id="layernorm.post_ln", function="post_ln_block",
+             signature="post_ln_block(x, W1, b1, W2, b2, gamma, beta) -> out",
+             cases=_block_cases, reference=post_ln_block, points=1, output_names=("out",),
+             forbidden=NO_LIBRARY, mistakes=POST_LN_MISTAKES, **TOL),
+    Exercise(id="layernorm.pre_ln", function="pre_ln_block",
+             signature="pre_ln_block(x, W1, b1, W2, b2, gamma, beta) -> out",
+             cases=_block_cases, reference=pre_ln_block, points=1, output_names=("out",),
+             forbidden=NO_LIBRARY, mistakes=PRE_LN_MISTAKES, **TOL),
+]

@@ -1,0 +1,207 @@
+"""Exercises of notebook 03 (positional encoding): cases, references and named mistakes.
+
+Convention (course_lib.positional): pairs of adjacent dimensions (2k, 2k+1), pair k at
+omega_k = 10000^(-2k/d_model), sin first then cos; A(m) has the 2x2 blocks
+[[cos, sin], [-sin, cos]]; RoPE rotates row t by A(positions[t]).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.exercise import Exercise, Mistake
+from course_lib.positional import apply_rope, rotation_matrix, sinusoidal_encoding
+
+NO_LIBRARY = ("course_lib.positional", "torch")
+
+
+# ------------------------------------------------------------------- sinusoidal encoding
+def _encoding_cases(rng, hidden):
+    if not hidden:
+        return [dict(positions=np.arange(1, 7), d_model=4),  # the seed counts t = 1 .. n
+                dict(positions=np.arange(1, 11), d_model=16)]
+    return [dict(positions=np.arange(0, 5), d_model=2),
+            dict(positions=np.array([3]), d_model=8),
+            dict(positions=rng.integers(0, 400, size=12), d_model=32),
+            dict(positions=np.arange(5000, 5008), d_model=64),  # far beyond training lengths
+            dict(positions=np.arange(1, 401), d_model=512)]  # the seed's picture
+
+
+def _interleave(sin_part, cos_part):
+    P = np.empty((sin_part.shape[0], 2 * sin_part.shape[1]))
+    P[:, 0::2], P[:, 1::2] = sin_part, cos_part
+    return P
+
+
+def _per_dimension(positions, d_model, exponent):
+    """Each dimension i gets its own frequency base^(-exponent(i) / d_model)."""
+    i = np.arange(d_model)
+    angles = np.asarray(positions, float)[:, None] * 10000.0 ** (-exponent(i) / d_model)
+    return np.where(i % 2 == 0, np.sin(angles), np.cos(angles))
+
+
+def _pairs(positions, d_model, base=10000.0, k_scale=2.0):
+    angles = np.asarray(positions, float)[:, None] * base ** (-k_scale * np.arange(d_model // 2) / d_model)
+    return np.sin(angles), np.cos(angles)
+
+
+def _swapped(positions, d_model):
+    s, c = _pairs(positions, d_model)
+    return _interleave(c, s)
+
+
+def _halves(positions, d_model):
+    s, c = _pairs(positions, d_model)
+    return np.concatenate([s, c], axis=1)
+
+
+SINUSOIDAL_MISTAKES = [
+    Mistake("exponent 2i per dimension instead of per pair",
+            "in omega_k = 10000^(-2k/d_model), k counts pairs: dimensions 2k and 2k+1 share one "
+            "k (k = i // 2), so do not put the dimension index i itself into 2k.",
+            wrong=lambda positions, d_model: _per_dimension(positions, d_model, lambda i: 2 * i)),
+    Mistake("sin and cos of a pair at different frequencies",
+            "the exponent i/d_model with the dimension index i gives the cosine of a pair a "
+            "slightly lower frequency than its sine; both use omega_k with k = i // 2.",
+            wrong=lambda positions, d_model: _per_dimension(positions, d_model, lambda i: i)),
+    Mistake("exponent k/d_model instead of 2k/d_model",
+            "the exponent is 2k / d_model (eq. 10), so the slowest pair reaches almost 1/10000.",
+            wrong=lambda positions, d_model: _interleave(*_pairs(positions, d_model, k_scale=1.0))),
+    Mistake("base 1000 instead of 10000",
+            "the wavelengths grow geometrically up to 10000 * 2 pi: the base is 10000.",
+            wrong=lambda positions, d_model: _interleave(*_pairs(positions, d_model, base=1000.0))),
+    Mistake("sin/cos order swapped",
+            "eq. (11) puts the sine first: P[t, 2k] = sin(omega_k t), P[t, 2k+1] = cos(omega_k t).",
+            wrong=_swapped),
+    Mistake("sines and cosines in separate halves",
+            "the sines and cosines alternate dimension by dimension (eq. 11), they are not "
+            "concatenated as [all sines, all cosines].", wrong=_halves),
+    Mistake("positions ignored",
+            "use the values in `positions` (the seed counts from t = 1), not 0 .. T-1.",
+            wrong=lambda positions, d_model: sinusoidal_encoding(np.arange(len(positions)), d_model)),
+]
+
+
+# ------------------------------------------------------------------------- rotation A(m)
+def _rotation_cases(rng, hidden):
+    if not hidden:
+        return [dict(m=1, d_model=4), dict(m=3, d_model=8)]
+    return [dict(m=0, d_model=6), dict(m=5, d_model=2), dict(m=17, d_model=16),
+            dict(m=-4, d_model=8), dict(m=250, d_model=32)]
+
+
+def _blocks(c, s, pairs_of, d_model):
+    """Block-diagonal matrix with blocks [[c, s], [-s, c]] on index pairs ``pairs_of``."""
+    first, second = pairs_of(d_model)
+    A = np.zeros((d_model, d_model))
+    A[first, first], A[first, second], A[second, first], A[second, second] = c, s, -s, c
+    return A
+
+
+def _adjacent(d):
+    return np.arange(0, d, 2), np.arange(1, d, 2)
+
+
+def _split_halves(d):
+    return np.arange(d // 2), np.arange(d // 2, d)
+
+
+def _theta(m, d_model, k_scale=2.0):
+    return m * 10000.0 ** (-k_scale * np.arange(d_model // 2) / d_model)
+
+
+ROTATION_MISTAKES = [
+    Mistake("rotation sign flipped",
+            "with the blocks [[cos, -sin], [sin, cos]] you get A(m) P[t] = P[t - m]; seed 001 "
+            "uses R = [[cos, sin], [-sin, cos]] so that A(m) P[t] = P[t + m].",
+            wrong=lambda m, d_model: rotation_matrix(-m, d_model)),
+    Mistake("same angle m in every block",
+            "block k rotates by omega_k * m, not by m: each pair turns at its own frequency.",
+            wrong=lambda m, d_model: _blocks(np.cos(m), np.sin(m), _adjacent, d_model)),
+    Mistake("blocks on the wrong pairs of dimensions",
+            "the sinusoidal encoding pairs adjacent dimensions (2k, 2k+1); a block that mixes "
+            "k and k + d_model/2 rotates a sine of one frequency into a sine of another.",
+            wrong=lambda m, d_model: _blocks(np.cos(_theta(m, d_model)), np.sin(_theta(m, d_model)),
+                                             _split_halves, d_model)),
+    Mistake("exponent k/d_model instead of 2k/d_model",
+            "use the same omega_k as the encoding: 10000^(-2k/d_model).",
+            wrong=lambda m, d_model: _blocks(np.cos(_theta(m, d_model, 1.0)),
+                                             np.sin(_theta(m, d_model, 1.0)), _adjacent, d_model)),
+]
+
+
+# ------------------------------------------------------------------------------- RoPE
+def _rope_cases(rng, hidden):
+    if not hidden:
+        return [dict(x=rng.normal(size=(4, 4)), positions=np.arange(4)),
+                dict(x=rng.normal(size=(2, 5, 8)), positions=np.arange(3, 8))]
+    return [dict(x=rng.normal(size=(3, 2)), positions=np.array([0, 1, 2])),
+            dict(x=rng.normal(size=(2, 3, 6, 16)), positions=np.arange(6)),  # (B, n_heads, T, d_k)
+            dict(x=rng.normal(size=(1, 6)), positions=np.array([9])),
+            dict(x=rng.normal(size=(5, 32)), positions=rng.integers(0, 1000, size=5)),
+            dict(x=rng.normal(size=(2, 4, 8)), positions=np.array([7, 3, 0, 12]))]
+
+
+def _rope_halves(x, positions, sign=1.0):
+    d = x.shape[-1]
+    theta = np.asarray(positions, float)[:, None] * 10000.0 ** (-2.0 * np.arange(d // 2) / d)
+    c, s = np.cos(theta), sign * np.sin(theta)
+    a, b = x[..., : d // 2], x[..., d // 2:]
+    return np.concatenate([c * a + s * b, -s * a + c * b], axis=-1)
+
+
+ROPE_MISTAKES = [
+    Mistake("RoPE pairing convention mixed",
+            "this course rotates adjacent pairs (x[2k], x[2k+1]), the same pairs as A(m); you "
+            "paired x[k] with x[k + d/2] (the 'rotate half' convention of some libraries).",
+            wrong=lambda x, positions: _rope_halves(x, positions)),
+    Mistake("rotation sign flipped",
+            "row t must become A(t) x with A as in the previous exercise: "
+            "out[2k] = cos * x[2k] + sin * x[2k+1], out[2k+1] = -sin * x[2k] + cos * x[2k+1].",
+            wrong=lambda x, positions: apply_rope(x, -np.asarray(positions))),
+    Mistake("RoPE pairing convention mixed and rotation sign flipped",
+            "pair adjacent dimensions (2k, 2k+1), and use the blocks [[cos, sin], [-sin, cos]].",
+            wrong=lambda x, positions: _rope_halves(x, positions, sign=-1.0)),
+    Mistake("encoding added instead of rotating",
+            "RoPE does not add P[t]: it rotates each pair of x by the angle omega_k * t.",
+            wrong=lambda x, positions: x + sinusoidal_encoding(positions, x.shape[-1])),
+    Mistake("positions ignored",
+            "rotate row t by the angle of positions[t], not of its row index.",
+            wrong=lambda x, positions: apply_rope(x, np.arange(len(positions)))),
+]
+
+
+EXERCISES = [
+    Exercise(
+        id="positional.sinusoidal",
+        function="sinusoidal_encoding",
+        signature="sinusoidal_encoding(positions, d_model) -> P",
+        cases=_encoding_cases,
+        reference=sinusoidal_encoding,
+        points=2,
+        output_names=("P",),
+        forbidden=NO_LIBRARY,
+        mistakes=SINUSOIDAL_MISTAKES,
+    ),
+    Exercise(
+        id="positional.rotation",
+        function="rotation_matrix",
+        signature="rotation_matrix(m, d_model) -> A",
+        cases=_rotation_cases,
+        reference=rotation_matrix,
+        points=2,
+        output_names=("A",),
+        forbidden=NO_LIBRARY,
+        mistakes=ROTATION_MISTAKES,
+    ),
+    Exercise(
+        id="positional.rope",
+        function="apply_rope",
+        signature="apply_rope(x, positions) -> x_rotated",
+        cases=_rope_cases,
+        reference=apply_rope,
+        points=2,
+        output_names=("x_rotated",),
+        forbidden=NO_LIBRARY,
+        mistakes=ROPE_MISTAKES,
+    ),
+]

@@ -1,0 +1,173 @@
+"""Normalisation and the residual "Add & Norm" block: batch norm (recap), layer norm
+forward/backward, the position-wise feed-forward network, and Post-LN / Pre-LN blocks.
+
+Seed 001 ("Layer normalisation"): batch norm averages each feature over the M examples of
+a mini batch; layer norm averages over the n_k = d_model features of one example, so every
+vector is normalised on its own -- independent of the batch and identical at training and
+test time. Both use the biased variance (divide by the count, not count - 1) and put eps
+inside the square root.
+
+The FFN and the blocks live here rather than in ``transformer.py`` because this module is
+about the Add & Norm wrapper itself; ``ResidualBlock`` wraps any sublayer (attention or FFN).
+
+numpy functions are the float64-friendly reference; ``layer_norm_torch`` wires the
+hand-derived backward below into torch through ``torch.autograd.Function``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+EPS = 1e-5
+
+
+# ------------------------------------------------------------------- batch norm (recap)
+def batchnorm_forward(x, gamma, beta, running=None, eps=EPS):
+    """Batch norm: each feature normalised with statistics over the batch (and time) axes.
+
+    x: (M, d) or (B, T, d); gamma, beta: (d,).
+    running: None while training (use this batch's statistics), or (mean, var) each (d,)
+    at test time (use the running averages collected during training).
+    Returns (out, (mean, var)): out has x's shape; mean, var are the statistics used.
+    """
+    axes = tuple(range(x.ndim - 1))  # every axis but the feature axis
+    if running is None:
+        mean, var = x.mean(axis=axes), x.var(axis=axes)
+    else:
+        mean, var = running
+    return gamma * (x - mean) / np.sqrt(var + eps) + beta, (mean, var)
+
+
+# ------------------------------------------------------------------------ layer norm
+def layernorm_forward(x, gamma, beta, eps=EPS):
+    """Layer norm over the last axis (seed 001, layer-norm equations; seed 004's LayerNorm).
+
+    x: (..., d_model), e.g. (B, T, d_model); gamma, beta: (d_model,).
+    mu = mean(x), sigma^2 = mean((x - mu)^2) over d_model (biased), per vector;
+    x_hat = (x - mu) / sqrt(sigma^2 + eps); out = gamma * x_hat + beta.
+    Returns (out, cache) with out of x's shape.
+    """
+    mu = x.mean(axis=-1, keepdims=True)  # (..., 1)
+    xc = x - mu
+    var = (xc ** 2).mean(axis=-1, keepdims=True)  # (..., 1)
+    inv_std = 1.0 / np.sqrt(var + eps)
+    x_hat = xc * inv_std
+    return gamma * x_hat + beta, (x_hat, inv_std, gamma)
+
+
+def layernorm_backward(dout, cache):
+    """Gradients of layer norm. dout: (..., d_model) -> (dx, dgamma, dbeta).
+
+    mu and sigma depend on every x_j of the vector, so dx is not just dout * gamma / sigma:
+        g = dout * gamma,
+        dx = inv_std * (g - mean(g) - x_hat * mean(g * x_hat))      (means over d_model).
+    dgamma, dbeta: (d_model,), summed over every leading axis (gamma is shared by all vectors).
+    """
+    x_hat, inv_std, gamma = cache
+    lead = tuple(range(dout.ndim - 1))
+    dbeta = dout.sum(axis=lead)
+    dgamma = (dout * x_hat).sum(axis=lead)
+    g = dout * gamma
+    dx = inv_std * (g - g.mean(axis=-1, keepdims=True)
+                    - x_hat * (g * x_hat).mean(axis=-1, keepdims=True))
+    return dx, dgamma, dbeta
+
+
+# ----------------------------------------------------- position-wise feed-forward network
+def ffn_forward(x, W1, b1, W2, b2):
+    """FFN(x) = ReLU(x W1 + b1) W2 + b2, applied to every position on its own (seeds 000, 001).
+
+    x: (..., d_model); W1: (d_model, d_ff); b1: (d_ff,); W2: (d_ff, d_model); b2: (d_model,).
+    The original Transformer used d_model = 512, d_ff = 2048. Returns (out, cache).
+    """
+    h = np.maximum(x @ W1 + b1, 0.0)  # (..., d_ff)
+    return h @ W2 + b2, (x, h, W1, W2)
+
+
+def ffn_backward(dout, cache):
+    """dout: (..., d_model) -> (dx, dW1, db1, dW2, db2), weight grads summed over positions."""
+    x, h, W1, W2 = cache
+    x2, h2, d2 = x.reshape(-1, x.shape[-1]), h.reshape(-1, h.shape[-1]), dout.reshape(-1, dout.shape[-1])
+    dh = (d2 @ W2.T) * (h2 > 0)  # ReLU passes gradient only where it was active
+    dx = (dh @ W1.T).reshape(x.shape)
+    return dx, x2.T @ dh, dh.sum(0), h2.T @ d2, d2.sum(0)
+
+
+# ----------------------------------------------------------- residual blocks (numpy)
+def post_ln_block(x, W1, b1, W2, b2, gamma, beta, eps=EPS):
+    """Post-LN (original Transformer, 2017): out = LN(x + FFN(x)). Shapes as ffn_forward."""
+    return layernorm_forward(x + ffn_forward(x, W1, b1, W2, b2)[0], gamma, beta, eps)[0]
+
+
+def pre_ln_block(x, W1, b1, W2, b2, gamma, beta, eps=EPS):
+    """Pre-LN: out = x + FFN(LN(x)); the residual path carries the *un-normalised* x."""
+    return x + ffn_forward(layernorm_forward(x, gamma, beta, eps)[0], W1, b1, W2, b2)[0]
+
+
+# ----------------------------------------------------------------------------- torch
+class _LayerNormFunction(torch.autograd.Function):
+    """Layer norm whose backward is ``layernorm_backward`` written in torch."""
+
+    @staticmethod
+    def forward(ctx, x, gamma, beta, eps):
+        mu = x.mean(dim=-1, keepdim=True)
+        xc = x - mu
+        inv_std = torch.rsqrt((xc * xc).mean(dim=-1, keepdim=True) + eps)
+        x_hat = xc * inv_std
+        ctx.save_for_backward(x_hat, inv_std, gamma)
+        return gamma * x_hat + beta
+
+    @staticmethod
+    def backward(ctx, dout):
+        x_hat, inv_std, gamma = ctx.saved_tensors
+        lead = tuple(range(dout.ndim - 1))
+        g = dout * gamma
+        dx = inv_std * (g - g.mean(-1, keepdim=True) - x_hat * (g * x_hat).mean(-1, keepdim=True))
+        return dx, (dout * x_hat).sum(lead), dout.sum(lead), None
+
+
+def layer_norm_torch(x, gamma, beta, eps=EPS):
+    """Torch twin of ``layernorm_forward`` (hand-derived backward). x (..., d_model)."""
+    return _LayerNormFunction.apply(x, gamma, beta, eps)
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, d_model: int, eps: float = EPS):
+        super().__init__()
+        self.gamma, self.beta = nn.Parameter(torch.ones(d_model)), nn.Parameter(torch.zeros(d_model))
+        self.eps = eps
+
+    def forward(self, x):
+        return layer_norm_torch(x, self.gamma, self.beta, self.eps)
+
+
+class FeedForward(nn.Module):
+    """Torch twin of ``ffn_forward``: Linear(d_model, d_ff) -> ReLU -> Linear(d_ff, d_model)."""
+
+    def __init__(self, d_model: int, d_ff: int):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.fc1(x)))
+
+
+class ResidualBlock(nn.Module):
+    """Add & Norm around any sublayer (attention or FFN) mapping (..., d_model) to itself.
+
+    order="post": LN(x + sublayer(x))  -- the 2017 Transformer;
+    order="pre":  x + sublayer(LN(x))  -- LN moved to the start of the sublayer (seed 004).
+    """
+
+    def __init__(self, sublayer: nn.Module, d_model: int, order: str):
+        super().__init__()
+        if order not in ("post", "pre"):
+            raise ValueError(f"order must be 'post' or 'pre', got {order!r}")
+        self.sublayer, self.norm, self.order = sublayer, LayerNorm(d_model), order
+
+    def forward(self, x):
+        if self.order == "post":
+            return self.norm(x + self.sublayer(x))
+        return x + self.sublayer(self.norm(x))
