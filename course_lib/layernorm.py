@@ -171,3 +171,60 @@ class ResidualBlock(nn.Module):
         if self.order == "post":
             return self.norm(x + self.sublayer(x))
         return x + self.sublayer(self.norm(x))
+
+
+# ------------------------------------------------- the Post-LN vs Pre-LN experiment (torch)
+class _CausalSelfAttention(nn.Module):
+    """course_lib.attention's multi-head attention with a causal mask, as a sublayer."""
+
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__()
+        from course_lib.attention import MultiHeadAttention  # attention is its own concept
+        self.attention = MultiHeadAttention(d_model, n_heads)
+
+    def forward(self, x):  # (B, T, d_model)
+        T = x.shape[-2]
+        mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()  # (T, T), True = may attend
+        return self.attention(x, mask=mask)
+
+
+class ResidualStackLM(nn.Module):
+    """n_layers x (attention block, FFN block), each wrapped in Add & Norm of the given order.
+
+    forward(idx, targets=None) -> (logits, loss); idx (B, T), logits (B, T, vocab_size).
+    Pre-LN needs one more LN before the output layer, because its residual stream is never
+    normalised otherwise. Weights use Xavier initialisation as in Xiong et al. (2020), who
+    compared the two orders.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, n_layers: int, n_heads: int, order: str,
+                 max_len: int = 256):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.pos = nn.Embedding(max_len, d_model)
+        self.blocks = nn.ModuleList()
+        for _ in range(n_layers):
+            self.blocks.append(ResidualBlock(_CausalSelfAttention(d_model, n_heads), d_model, order))
+            self.blocks.append(ResidualBlock(FeedForward(d_model, 4 * d_model), d_model, order))
+        self.final_norm = LayerNorm(d_model) if order == "pre" else nn.Identity()
+        self.head = nn.Linear(d_model, vocab_size)
+        for p in self.parameters():
+            if p.dim() == 2:
+                nn.init.xavier_uniform_(p)
+
+    def forward(self, idx, targets=None):
+        x = self.embed(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
+        for block in self.blocks:
+            x = block(x)
+        logits = self.head(self.final_norm(x))
+        loss = None if targets is None else F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        return logits, loss
+
+    def sublayer_grad_norms(self) -> dict[str, list[float]]:
+        """After backward(): gradient norm of each layer's attention and FFN weights, by depth."""
+        norms = {"attention": [], "ffn": []}
+        for i, block in enumerate(self.blocks):
+            grads = [p.grad for p in block.sublayer.parameters() if p.grad is not None]
+            norms["attention" if i % 2 == 0 else "ffn"].append(
+                float(torch.sqrt(sum((g * g).sum() for g in grads))))
+        return norms

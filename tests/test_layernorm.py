@@ -120,3 +120,23 @@ def test_every_mistake_loses_points_and_is_named(exercise_id, name, verdict):
 
 def test_at_least_six_named_mistakes():
     assert sum(len(ex.mistakes) for ex in exercises.EXERCISES) >= 6
+
+
+@pytest.mark.parametrize("order", ["post", "pre"])
+def test_residual_stack_lm_interface_and_grad_norms(order):
+    torch.manual_seed(0)
+    model = ln.ResidualStackLM(vocab_size=11, d_model=8, n_layers=3, n_heads=2, order=order)
+    idx = torch.randint(0, 11, (2, 5))
+    logits, loss = model(idx, idx)
+    assert logits.shape == (2, 5, 11) and model(idx)[1] is None
+    loss.backward()
+    norms = model.sublayer_grad_norms()
+    assert len(norms["attention"]) == len(norms["ffn"]) == 3
+    assert all(n > 0 for n in norms["attention"] + norms["ffn"])
+
+
+def test_residual_stack_is_causal():
+    torch.manual_seed(0)
+    model = ln.ResidualStackLM(vocab_size=11, d_model=8, n_layers=2, n_heads=2, order="pre")
+    a, b = model(torch.tensor([[1, 2, 3, 4]]))[0], model(torch.tensor([[1, 2, 3, 9]]))[0]
+    torch.testing.assert_close(a[:, :3], b[:, :3])
