@@ -296,29 +296,30 @@ def backward_timings(seq_lens, batch_heads=8, d_k=64, repeats=5, device="cpu",
                      dtype=torch.float32):
     """Forward + backward time of the hand-derived and the autograd attention, per T.
 
-    Seed 000 says the manual backward can beat autograd; this measures it, side by side,
-    on random (batch_heads, T, d_k) inputs. Returns one dict per T with the best of
-    ``repeats`` times in seconds for "manual" and "autograd" and their ratio
-    autograd / manual (above 1: the hand-derived pass is faster).
+    Seed 000 says the manual backward can beat autograd; this measures it side by side on
+    random (batch_heads, T, d_k) inputs with a causal mask. The two paths take turns, so a
+    burst of load on a shared machine hits both. Returns one dict per T with the best of
+    ``repeats`` runs in seconds for "manual" and "autograd" (after one warm-up run each) and
+    their ratio autograd / manual (above 1: the hand-derived pass is faster).
     """
+    paths = {"manual": attention_torch, "autograd": attention_autograd_torch}
     rows = []
     for T in seq_lens:
         gen = torch.Generator().manual_seed(T)
         q, k, v = (torch.randn(batch_heads, T, d_k, generator=gen, dtype=dtype).to(device)
                    .requires_grad_() for _ in range(3))
         mask = torch.from_numpy(causal_mask(T)).to(device)
-        row = {"T": T}
-        for name, fn in (("manual", attention_torch), ("autograd", attention_autograd_torch)):
-            times = []
-            for _ in range(repeats + 1):  # the first run warms up and is dropped
+        times = {name: [] for name in paths}
+        for _ in range(repeats + 1):
+            for name, fn in paths.items():
                 q.grad = k.grad = v.grad = None
                 _sync(device)
                 start = time.perf_counter()
                 out, _weights = fn(q, k, v, mask)
                 out.sum().backward()
                 _sync(device)
-                times.append(time.perf_counter() - start)
-            row[name] = min(times[1:])
+                times[name].append(time.perf_counter() - start)
+        row = {"T": T, **{name: min(t[1:]) for name, t in times.items()}}
         row["ratio"] = row["autograd"] / row["manual"]
         rows.append(row)
     return rows
