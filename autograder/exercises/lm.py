@@ -1,0 +1,340 @@
+"""Exercises of notebook 01 (language-model baselines): cases, references, named mistakes.
+
+n-gram part: counting, add-k smoothing, rolling a weighted die, perplexity. Recurrent part:
+Elman RNN forward, backpropagation through time, one LSTM cell. All numpy; the references
+come from course_lib.ngram and course_lib.rnn, which the learner may not call, nor torch.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.exercise import Exercise, Mistake
+from course_lib.ngram import count_ngrams, ngram_probs, perplexity, roll_die
+from course_lib.rnn import lstm_cell_forward, rnn_backward, rnn_forward, sigmoid
+
+NO_LIBRARY = ("course_lib.ngram", "course_lib.rnn", "torch")
+
+
+# --------------------------------------------------------------------------- counting
+def _count_cases(rng, hidden):
+    shapes = [(12, 2, 4), (20, 3, 3)] if not hidden else \
+        [(15, 1, 5), (2, 2, 3), (3, 3, 2), (40, 4, 3), (50, 2, 6)]
+    return [dict(idx=rng.integers(0, V, size=T), n=n, vocab_size=V) for T, n, V in shapes]
+
+
+def _count_loop(idx, n, vocab_size, first, last_drop=0, skip_prev=False):
+    counts = np.zeros((vocab_size,) * n, dtype=np.int64)
+    for t in range(first, len(idx) - last_drop):
+        context = idx[t - n:t - 1] if skip_prev else idx[t - n + 1:t]
+        counts[tuple(context) + (idx[t],)] += 1
+    return counts
+
+
+COUNT_MISTAKES = [
+    Mistake("context off by one",
+            "the context of idx[t] is the n-1 tokens right before it, idx[t-n+1:t]; "
+            "yours seems to skip the token just before idx[t].",
+            wrong=lambda idx, n, vocab_size: _count_loop(idx, n, vocab_size, n, skip_prev=True)),
+    Mistake("last n-gram not counted",
+            "there are T - n + 1 n-grams; check the end of your loop (range stops one early).",
+            wrong=lambda idx, n, vocab_size: _count_loop(idx, n, vocab_size, n - 1, last_drop=1)),
+    Mistake("n-grams that wrap around the end",
+            "the text does not continue from its end back to its start: do not use np.roll "
+            "or negative indices for the first tokens.",
+            wrong=lambda idx, n, vocab_size: count_ngrams(
+                np.concatenate([idx, idx[:n - 1]]), n, vocab_size)),
+    Mistake("next token on the first axis",
+            "counts[a_1, ..., a_{n-1}, w]: the context comes first, the next token w last.",
+            wrong=lambda idx, n, vocab_size: np.moveaxis(count_ngrams(idx, n, vocab_size), -1, 0)),
+]
+
+
+# --------------------------------------------------------------------------- add-k
+def _table(rng, V, n, zero_rows):
+    counts = rng.integers(0, 6, size=(V,) * n)
+    if zero_rows and n > 1:
+        counts.reshape(-1, V)[rng.choice(V ** (n - 1), size=zero_rows, replace=False)] = 0
+    return counts
+
+
+def _probs_cases(rng, hidden):
+    spec = [(3, 2, 1, 0.0), (4, 2, 0, 1.0)] if not hidden else \
+        [(5, 1, 0, 0.0), (3, 3, 2, 0.1), (4, 2, 0, 0.0), (3, 3, 3, 0.0), (2, 2, 1, 0.5)]
+    return [dict(counts=_table(rng, V, n, z), k=k) for V, n, z, k in spec]
+
+
+def _addk(counts, k, axis=-1, kv=True, uniform_unseen=True):
+    c = np.asarray(counts, dtype=np.float64)
+    V = c.shape[-1]
+    total = c.sum(axis=axis, keepdims=True) + (k * V if kv else k)
+    num = c + k
+    out = np.divide(num, total, out=np.zeros_like(num), where=total > 0)
+    if uniform_unseen:
+        out = np.where(total > 0, out, 1.0 / V)
+    return out
+
+
+PROBS_MISTAKES = [
+    Mistake("probabilities normalised over the whole table, not per context",
+            "each context has its own die: divide by the count of that context, "
+            "counts.sum(axis=-1, keepdims=True).",
+            wrong=lambda counts, k: _addk(counts, k, axis=None)),
+    Mistake("probabilities normalised over the context axis",
+            "p(w | context) sums to 1 over the next token w, the last axis.",
+            wrong=lambda counts, k: _addk(counts, k, axis=0)),
+    Mistake("k added to the total once instead of k * vocab_size times",
+            "every one of the vocab_size faces gets k extra counts, so the total grows by "
+            "k * vocab_size.",
+            wrong=lambda counts, k: _addk(counts, k, kv=False)),
+    Mistake("unseen contexts left at zero",
+            "a context with no counts (and k = 0) has no evidence: give it the uniform "
+            "distribution 1 / vocab_size so every row is a distribution.",
+            wrong=lambda counts, k: _addk(counts, k, uniform_unseen=False)),
+]
+
+
+# --------------------------------------------------------------------------- weighted die
+def _die_cases(rng, hidden):
+    if not hidden:
+        return [dict(weights=rng.integers(0, 5, size=(6, 4)).astype(float) + 0.5,
+                     u=rng.random(6)),
+                dict(weights=np.array([[0.0, 0, 2, 1], [1, 0, 1, 2], [3, 1, 0, 0]]),
+                     u=np.array([0.0, 0.25, 0.5]))]
+    probs = rng.random((10, 8)) ** 3
+    return [dict(weights=probs / probs.sum(1, keepdims=True), u=rng.random(10)),
+            dict(weights=np.array([[1.0]]), u=np.array([0.7])),
+            dict(weights=np.array([[0.0, 0, 0, 4], [2, 0, 0, 2], [0, 1, 0, 1]]),
+                 u=np.array([0.0, 0.5, 0.5])),
+            dict(weights=rng.random((50, 5)) * 7, u=rng.random(50))]
+
+
+def _cdf_faces(weights, u, normalise=True, strict=False):
+    cum = np.cumsum(weights, axis=-1)
+    threshold = u[:, None] * (cum[:, -1:] if normalise else 1.0)
+    hits = cum < threshold if strict else cum <= threshold
+    return np.minimum(hits.sum(axis=-1), weights.shape[-1] - 1)
+
+
+DIE_MISTAKES = [
+    Mistake("argmax instead of sampling",
+            "the die must use the random number u: the face is where u falls in the "
+            "cumulative distribution, not always the likeliest face.",
+            wrong=lambda weights, u: np.argmax(weights, axis=-1)),
+    Mistake("weights not normalised",
+            "divide the cumulative sum by the total weight (or multiply u by it) before "
+            "comparing with u in [0, 1).",
+            wrong=lambda weights, u: _cdf_faces(weights, u, normalise=False)),
+    Mistake("a face of weight zero can come up",
+            "take the first face whose cumulative probability is strictly greater than u "
+            "(count cdf <= u); with cdf < u a zero-weight face wins when u lands on a boundary.",
+            wrong=lambda weights, u: _cdf_faces(weights, u, strict=True)),
+    Mistake("faces numbered from 1",
+            "faces are token ids 0 .. vocab_size-1, the column index of weights.",
+            wrong=lambda weights, u: roll_die(weights, u) + 1),
+]
+
+
+# --------------------------------------------------------------------------- perplexity
+def _softmax(z):
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _ppl_cases(rng, hidden):
+    spec = [(5, 4, 1.0), (12, 6, 2.0)] if not hidden else \
+        [(1, 5, 1.0), (50, 10, 4.0), (9, 7, 0.0), (30, 3, 1.5)]
+    return [dict(probs=_softmax(rng.normal(size=(T, V)) * s), targets=rng.integers(0, V, size=T))
+            for T, V, s in spec]
+
+
+def _target_p(probs, targets):
+    return probs[np.arange(len(targets)), targets]
+
+
+PPL_MISTAKES = [
+    Mistake("perplexity not averaged per token",
+            "use the mean negative log-probability over the T tokens, not the sum; "
+            "otherwise longer texts look worse just for being longer.",
+            wrong=lambda probs, targets: (np.exp(-np.log(_target_p(probs, targets)).sum()),
+                                          -np.log2(_target_p(probs, targets)).sum())),
+    Mistake("bits per character left in nats",
+            "bits are base-2 logs: divide the mean natural-log loss by ln 2 (or use np.log2).",
+            wrong=lambda probs, targets: (perplexity(probs, targets)[0],
+                                          -np.log(_target_p(probs, targets)).mean())),
+    Mistake("log bases mixed up in the perplexity",
+            "perplexity = exp(mean nats) = 2 ** (mean bits); 2 ** (mean nats) mixes the bases.",
+            wrong=lambda probs, targets: (2.0 ** -np.log(_target_p(probs, targets)).mean(),
+                                          perplexity(probs, targets)[1])),
+    Mistake("average probability instead of average log-probability",
+            "perplexity is the exponential of the mean negative log-probability "
+            "(a geometric mean), not 1 / mean(p).",
+            wrong=lambda probs, targets: (1.0 / _target_p(probs, targets).mean(),
+                                          -np.log2(_target_p(probs, targets).mean()))),
+    Mistake("probability of the likeliest token instead of the target",
+            "score the probability the model gave to the token that actually came next, "
+            "probs[t, targets[t]].",
+            wrong=lambda probs, targets: perplexity(probs, probs.argmax(axis=1))),
+]
+
+
+# --------------------------------------------------------------------------- RNN forward
+def _rnn_case(rng, B, T, D, H, scale=1.0):
+    return dict(x=rng.normal(size=(B, T, D)), h0=rng.normal(size=(B, H)) * 0.5,
+                Wxh=rng.normal(size=(D, H)) * scale / np.sqrt(D),
+                Whh=rng.normal(size=(H, H)) * scale / np.sqrt(H), b=rng.normal(size=H) * 0.1)
+
+
+def _rnn_cases(rng, hidden):
+    spec = [(2, 3, 4, 5, 1.0), (1, 5, 3, 3, 1.0)] if not hidden else \
+        [(2, 1, 3, 4, 1.0), (3, 6, 2, 4, 1.0), (2, 4, 5, 2, 1.0), (2, 7, 3, 6, 3.0)]
+    return [_rnn_case(rng, *s) for s in spec]
+
+
+def _rnn_variant(x, h0, Wxh, Whh, b, f=np.tanh, carry=True, transpose=False, shifted=False):
+    h_prev, hs = h0, []
+    W = Whh.T if transpose else Whh
+    for t in range(x.shape[1]):
+        new = f(x[:, t] @ Wxh + (h_prev if carry else h0) @ W + b)
+        hs.append(h_prev if shifted else new)
+        h_prev = new
+    return np.stack(hs, axis=1)
+
+
+RNN_MISTAKES = [
+    Mistake("hidden state not carried across time",
+            "at step t use the state you just computed, h[:, t-1], not h0 every time.",
+            wrong=lambda **c: _rnn_variant(**c, carry=False)),
+    Mistake("initial state h0 ignored",
+            "the recurrence starts from the given h0, not from zeros.",
+            wrong=lambda x, h0, Wxh, Whh, b: rnn_forward(x, np.zeros_like(h0), Wxh, Whh, b)[0]),
+    Mistake("W_hh transposed",
+            "rows are examples here, so the recurrent term is h_prev @ Whh.",
+            wrong=lambda **c: _rnn_variant(**c, transpose=True)),
+    Mistake("tanh left out",
+            "h_t = tanh(x_t Wxh + h_{t-1} Whh + b); without it the RNN is linear.",
+            wrong=lambda **c: _rnn_variant(**c, f=lambda a: a)),
+    Mistake("sigmoid instead of tanh",
+            "the Elman RNN here uses tanh, whose outputs lie in (-1, 1).",
+            wrong=lambda **c: _rnn_variant(**c, f=sigmoid)),
+    Mistake("hidden states shifted by one step",
+            "h[:, t] is the state after reading x[:, t]; store it after the update, not before.",
+            wrong=lambda **c: _rnn_variant(**c, shifted=True)),
+]
+
+
+# --------------------------------------------------------------------------- BPTT
+def _bptt_cases(rng, hidden):
+    cases = []
+    for c in _rnn_cases(rng, hidden):
+        h, cache = rnn_forward(**c)
+        cases.append(dict(dh=rng.normal(size=h.shape), cache=cache))
+    return cases
+
+
+def _bptt(dh, cache, accumulate=True, through_time=True, tanh_grad=True, whh_from_prev=True,
+          transpose=True):
+    x, h0, Wxh, Whh, h = cache
+    dx, dWxh, dWhh = np.zeros_like(x), np.zeros_like(Wxh), np.zeros_like(Whh)
+    db, dnext = np.zeros(Whh.shape[0]), np.zeros_like(h0)
+    for t in reversed(range(x.shape[1])):
+        h_prev = h[:, t - 1] if t > 0 else h0
+        g = dh[:, t] + (dnext if through_time else 0.0)
+        da = g * (1.0 - h[:, t] ** 2) if tanh_grad else g
+        dx[:, t] = da @ Wxh.T
+        steps = (x[:, t].T @ da, (h_prev if whh_from_prev else h[:, t]).T @ da, da.sum(0))
+        if accumulate:
+            dWxh, dWhh, db = dWxh + steps[0], dWhh + steps[1], db + steps[2]
+        else:
+            dWxh, dWhh, db = steps
+        dnext = da @ (Whh.T if transpose else Whh)
+    return dx, dnext, dWxh, dWhh, db
+
+
+BPTT_MISTAKES = [
+    Mistake("gradients not accumulated over time steps",
+            "the weights are shared by every step, so dWxh, dWhh and db are sums over t "
+            "(+=), not the last step's value.",
+            wrong=lambda dh, cache: _bptt(dh, cache, accumulate=False)),
+    Mistake("no gradient flowing back through time",
+            "h_t also feeds h_{t+1}: add the gradient coming back from step t+1 "
+            "(dnext = da_{t+1} @ Whh.T) to dh[:, t].",
+            wrong=lambda dh, cache: _bptt(dh, cache, through_time=False)),
+    Mistake("tanh derivative left out",
+            "multiply the incoming gradient by tanh'(a_t) = 1 - h_t**2 before the weights.",
+            wrong=lambda dh, cache: _bptt(dh, cache, tanh_grad=False)),
+    Mistake("dW_hh computed with h_t instead of h_{t-1}",
+            "a_t = ... + h_{t-1} Whh, so dWhh += h_{t-1}.T @ da_t (h0 at t = 0).",
+            wrong=lambda dh, cache: _bptt(dh, cache, whh_from_prev=False)),
+    Mistake("W_hh not transposed when passing the gradient back",
+            "the gradient reaching h_{t-1} is da_t @ Whh.T.",
+            wrong=lambda dh, cache: _bptt(dh, cache, transpose=False)),
+]
+
+
+# --------------------------------------------------------------------------- LSTM cell
+def _lstm_cases(rng, hidden):
+    spec = [(2, 3, 4), (3, 5, 2)] if not hidden else [(1, 2, 3), (4, 3, 3), (2, 6, 5), (3, 1, 4)]
+    return [dict(x=rng.normal(size=(B, D)), h_prev=rng.normal(size=(B, H)) * 0.5,
+                 c_prev=rng.normal(size=(B, H)),
+                 W=rng.normal(size=(H + D, 4 * H)) / np.sqrt(H + D), b=rng.normal(size=4 * H) * 0.5)
+            for B, D, H in spec]
+
+
+def _lstm(x, h_prev, c_prev, W, b, gate=sigmoid, cand=np.tanh, swap_if=False, out_tanh=True,
+          x_first=False, order="ifog"):
+    H = h_prev.shape[1]
+    z = np.concatenate([x, h_prev] if x_first else [h_prev, x], axis=1) @ W + b
+    parts = dict(zip(order, np.split(z, 4, axis=1)))
+    i, f, o, g = gate(parts["i"]), gate(parts["f"]), gate(parts["o"]), cand(parts["g"])
+    c = i * c_prev + f * g if swap_if else f * c_prev + i * g
+    return (o * np.tanh(c) if out_tanh else o * c), c
+
+
+LSTM_MISTAKES = [
+    Mistake("gate nonlinearity swapped",
+            "the gates i, f, o use the sigmoid (values in (0, 1), how much to let through); "
+            "the candidate g uses tanh.",
+            wrong=lambda **c: _lstm(**c, gate=np.tanh, cand=sigmoid)),
+    Mistake("forget gate applied to the input instead of the cell",
+            "c = f * c_prev + i * g: f decides how much history to keep, i how much new.",
+            wrong=lambda **c: _lstm(**c, swap_if=True)),
+    Mistake("output without tanh of the cell",
+            "h = o * tanh(c): the cell is squashed into (-1, 1) before the output gate.",
+            wrong=lambda **c: _lstm(**c, out_tanh=False)),
+    Mistake("input concatenated as [x, h_prev]",
+            "W acts on [h_prev, x] (h_prev first), as in the seed's W [h_{t-1}, x_t].",
+            wrong=lambda **c: _lstm(**c, x_first=True)),
+    Mistake("gate blocks in the wrong order",
+            "the 4H columns of z are i, f, o, g in that order (torch.nn.LSTM uses i, f, g, o).",
+            wrong=lambda **c: _lstm(**c, order="ifgo")),
+]
+
+
+def _first(fn):
+    return lambda namespace, case: namespace[fn](**case)[0]
+
+
+EXERCISES = [
+    Exercise("lm.count_ngrams", "count_ngrams",
+             "count_ngrams(idx, n, vocab_size) -> counts", _count_cases, count_ngrams,
+             mistakes=COUNT_MISTAKES, forbidden=NO_LIBRARY, output_names=("counts",)),
+    Exercise("lm.ngram_probs", "ngram_probs", "ngram_probs(counts, k=0.0) -> probs",
+             _probs_cases, ngram_probs, mistakes=PROBS_MISTAKES, forbidden=NO_LIBRARY,
+             output_names=("probs",)),
+    Exercise("lm.roll_die", "roll_die", "roll_die(weights, u) -> faces", _die_cases, roll_die,
+             mistakes=DIE_MISTAKES, forbidden=NO_LIBRARY, output_names=("faces",)),
+    Exercise("lm.perplexity", "perplexity", "perplexity(probs, targets) -> (ppl, bpc)",
+             _ppl_cases, perplexity, mistakes=PPL_MISTAKES, forbidden=NO_LIBRARY,
+             output_names=("ppl", "bpc")),
+    Exercise("lm.rnn_forward", "rnn_forward", "rnn_forward(x, h0, Wxh, Whh, b) -> (h, cache)",
+             _rnn_cases, lambda **c: rnn_forward(**c)[0], call=_first("rnn_forward"),
+             mistakes=RNN_MISTAKES, forbidden=NO_LIBRARY, output_names=("h",)),
+    Exercise("lm.rnn_backward", "rnn_backward",
+             "rnn_backward(dh, cache) -> (dx, dh0, dWxh, dWhh, db)", _bptt_cases, rnn_backward,
+             points=2.0, mistakes=BPTT_MISTAKES, forbidden=NO_LIBRARY,
+             output_names=("dx", "dh0", "dWxh", "dWhh", "db")),
+    Exercise("lm.lstm_cell", "lstm_cell_forward",
+             "lstm_cell_forward(x, h_prev, c_prev, W, b) -> (h, c)", _lstm_cases,
+             lambda **c: lstm_cell_forward(**c)[:2], mistakes=LSTM_MISTAKES,
+             forbidden=NO_LIBRARY, output_names=("h", "c")),
+]

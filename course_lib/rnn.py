@@ -1,0 +1,178 @@
+"""Recurrent language models: Elman RNN and LSTM (seed 004, "RNN", "LSTM", "RNN-LM + Loss").
+
+Row convention (one example per row, as in the rest of the course): for a batch of B
+sequences of T inputs of size D and a hidden state of size H,
+
+    a_t = x_t W_xh + h_{t-1} W_hh + b,   h_t = tanh(a_t)          (Elman, seed: a_t, h_t)
+    y_t = softmax(h_t W_hy + b_y),       loss = sum_t -log y_t[w*_t]
+
+The seed writes the same with column vectors (a_t = W_ah h_{t-1} + W_ax x_t + b_a); our
+W_xh is its W_ax transposed. The numpy functions are the references for notebook 01's
+exercises; ``CharRNN`` is the torch model that trains on the corpus and follows the
+course's interface ``forward(idx, targets=None) -> (logits, loss)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+# --- Elman RNN, numpy reference ------------------------------------------------------------
+
+def rnn_forward(x, h0, Wxh, Whh, b):
+    """Run the Elman recurrence over a sequence.
+
+    x: (B, T, D), h0: (B, H), Wxh: (D, H), Whh: (H, H), b: (H,).
+    Returns h: (B, T, H) with h[:, t] = tanh(x[:, t] Wxh + h[:, t-1] Whh + b) (h[:, -1] = h0
+    for t = 0), and cache = (x, h0, Wxh, Whh, h) for ``rnn_backward``.
+    """
+    B, T, _ = x.shape
+    h = np.zeros((B, T, Whh.shape[0]), dtype=np.result_type(x, Whh))
+    h_prev = h0
+    for t in range(T):  # the same weights at every step; the state carries the past
+        h_prev = np.tanh(x[:, t] @ Wxh + h_prev @ Whh + b)
+        h[:, t] = h_prev
+    return h, (x, h0, Wxh, Whh, h)
+
+
+def rnn_backward(dh, cache):
+    """Backpropagation through time for ``rnn_forward``.
+
+    dh: (B, T, H), the gradient of the loss w.r.t. each h_t coming from *outside* the
+    recurrence (the output layer at step t). Walking t = T-1 .. 0, the total gradient at h_t
+    is dh[:, t] plus what flows back from step t+1; the weights are shared, so their
+    gradients are *sums* over all steps.
+    Returns (dx (B, T, D), dh0 (B, H), dWxh (D, H), dWhh (H, H), db (H,)).
+    """
+    x, h0, Wxh, Whh, h = cache
+    T = x.shape[1]
+    dx = np.zeros_like(x, dtype=np.result_type(x, dh))
+    dWxh, dWhh = np.zeros_like(Wxh, dtype=dx.dtype), np.zeros_like(Whh, dtype=dx.dtype)
+    db = np.zeros(Whh.shape[0], dtype=dx.dtype)
+    dnext = np.zeros_like(h0, dtype=dx.dtype)  # gradient arriving from step t+1
+    for t in reversed(range(T)):
+        h_prev = h[:, t - 1] if t > 0 else h0
+        da = (dh[:, t] + dnext) * (1.0 - h[:, t] ** 2)  # tanh'(a) = 1 - tanh(a)^2
+        dx[:, t] = da @ Wxh.T
+        dWxh += x[:, t].T @ da
+        dWhh += h_prev.T @ da
+        db += da.sum(axis=0)
+        dnext = da @ Whh.T
+    return dx, dnext, dWxh, dWhh, db
+
+
+def softmax_cross_entropy(logits, targets):
+    """Loss summed over every position, and its gradient (seed: l = sum_t l_t).
+
+    logits: (..., V), targets: (...) ints. Returns (loss (scalar), dlogits (..., V)).
+    """
+    z = logits - logits.max(axis=-1, keepdims=True)  # same softmax, no overflow
+    logp = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+    onehot = np.eye(logits.shape[-1])[targets]
+    return -(onehot * logp).sum(), np.exp(logp) - onehot
+
+
+def rnn_lm_loss(params: dict, idx, targets):
+    """A whole numpy RNN-LM: one-hot input, Elman RNN, output layer, summed loss.
+
+    params: Wxh (V, H), Whh (H, H), b (H,), Why (H, V), by (V,); idx, targets: (B, T) ints.
+    Returns (loss, grads) with grads keyed like params: the example the notebook
+    gradient-checks, BPTT included.
+    """
+    V = params["Why"].shape[1]
+    x = np.eye(V)[idx]  # (B, T, V)
+    h0 = np.zeros((idx.shape[0], params["Whh"].shape[0]))
+    h, cache = rnn_forward(x, h0, params["Wxh"], params["Whh"], params["b"])
+    logits = h @ params["Why"] + params["by"]  # (B, T, V)
+    loss, dlogits = softmax_cross_entropy(logits, targets)
+    grads = {"Why": np.einsum("bth,btv->hv", h, dlogits), "by": dlogits.sum(axis=(0, 1))}
+    _, _, grads["Wxh"], grads["Whh"], grads["b"] = rnn_backward(dlogits @ params["Why"].T, cache)
+    return loss, grads
+
+
+# --- LSTM, numpy reference -------------------------------------------------------------------
+
+def lstm_cell_forward(x, h_prev, c_prev, W, b):
+    """One LSTM step with gates stacked as in the seed: (i, f, o, g).
+
+    x: (B, D), h_prev, c_prev: (B, H), W: (H + D, 4H) acting on [h_prev, x], b: (4H,).
+    i, f, o = sigmoid(.) gates in (0, 1); g = tanh(.) the candidate; then
+    c = f * c_prev + i * g (forget some history, add some new) and h = o * tanh(c).
+    Returns (h, c, cache), h and c of shape (B, H).
+    """
+    H = h_prev.shape[1]
+    z = np.concatenate([h_prev, x], axis=1) @ W + b  # (B, 4H)
+    i, f, o = sigmoid(z[:, :H]), sigmoid(z[:, H:2 * H]), sigmoid(z[:, 2 * H:3 * H])
+    g = np.tanh(z[:, 3 * H:])
+    c = f * c_prev + i * g
+    h = o * np.tanh(c)
+    return h, c, (x, h_prev, c_prev, W, i, f, o, g, c)
+
+
+def lstm_cell_backward(dh, dc, cache):
+    """Gradients of one LSTM step. dh, dc: (B, H) arriving at h and c.
+
+    Returns (dx (B, D), dh_prev (B, H), dc_prev (B, H), dW (H + D, 4H), db (4H,)).
+    """
+    x, h_prev, c_prev, W, i, f, o, g, c = cache
+    H = h_prev.shape[1]
+    tc = np.tanh(c)
+    dc = dc + dh * o * (1.0 - tc ** 2)
+    dz = np.concatenate([dc * g * i * (1 - i), dc * c_prev * f * (1 - f),
+                         dh * tc * o * (1 - o), dc * i * (1 - g ** 2)], axis=1)  # (B, 4H)
+    dhx = dz @ W.T
+    dW = np.concatenate([h_prev, x], axis=1).T @ dz
+    return dhx[:, H:], dhx[:, :H], dc * f, dW, dz.sum(axis=0)
+
+
+def lstm_forward(x, h0, c0, W, b):
+    """The LSTM cell applied along a sequence. x: (B, T, D) -> h: (B, T, H)."""
+    h, c, hs = h0, c0, []
+    for t in range(x.shape[1]):
+        h, c, _ = lstm_cell_forward(x[:, t], h, c, W, b)
+        hs.append(h)
+    return np.stack(hs, axis=1)
+
+
+# --- the torch models that train on the corpus ----------------------------------------------
+
+@dataclass
+class RNNConfig:
+    vocab_size: int
+    cell: str = "lstm"     # "rnn" (Elman, tanh) or "lstm"
+    d_embed: int = 64      # a learned vector per character instead of a one-hot
+    d_hidden: int = 256
+    n_layers: int = 1
+    block_size: int = 128  # sequence length in training; the sampler keeps this much context
+
+
+class CharRNN(torch.nn.Module):
+    """Character-level RNN-LM: embedding -> Elman RNN or LSTM -> linear to vocab_size.
+
+    Each sequence starts from a zero state (as in the seed's Algorithm 1), so training,
+    evaluation and sampling all see the same kind of input.
+    forward(idx (B, T), targets (B, T) or None) -> (logits (B, T, vocab_size), mean loss).
+    """
+
+    def __init__(self, config: RNNConfig):
+        super().__init__()
+        self.config, self.block_size = config, config.block_size
+        self.embed = torch.nn.Embedding(config.vocab_size, config.d_embed)
+        layer = {"rnn": torch.nn.RNN, "lstm": torch.nn.LSTM}[config.cell]
+        self.rnn = layer(config.d_embed, config.d_hidden, config.n_layers, batch_first=True)
+        self.head = torch.nn.Linear(config.d_hidden, config.vocab_size)
+
+    def forward(self, idx, targets=None):
+        h, _ = self.rnn(self.embed(idx))  # (B, T, d_hidden)
+        logits = self.head(h)              # (B, T, vocab_size)
+        if targets is None:
+            return logits, None
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+        return logits, loss
