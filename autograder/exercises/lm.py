@@ -66,8 +66,8 @@ def _probs_cases(rng, hidden):
 def _addk(counts, k, axis=-1, kv=True, uniform_unseen=True):
     c = np.asarray(counts, dtype=np.float64)
     V = c.shape[-1]
-    total = c.sum(axis=axis, keepdims=True) + (k * V if kv else k)
     num = c + k
+    total = num.sum(axis=axis, keepdims=True) if kv else c.sum(axis=-1, keepdims=True) + k
     out = np.divide(num, total, out=np.zeros_like(num), where=total > 0)
     if uniform_unseen:
         out = np.where(total > 0, out, 1.0 / V)

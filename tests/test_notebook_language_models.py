@@ -1,0 +1,74 @@
+"""Notebook 01 through the real grader: realistic code edits lose points and are named.
+
+Full marks for the solution, zero for the release and the CI-mode run are checked for every
+notebook in test_course_notebooks.py. The exercises of this notebook are independent (the
+backward receives its cache from the case, not from the learner's forward), so each mutated
+notebook carries one edit per exercise and every edit must be caught and named on its own.
+"""
+import pytest
+
+from helpers import SOLUTIONS, grade, mutant
+
+SOLUTION = SOLUTIONS / "01_language_models" / "language_models.ipynb"
+ACCUMULATE = ("dWxh += x[:, t].T @ da\n        dWhh += h_prev.T @ da\n        db += da.sum(axis=0)")
+OVERWRITE = ACCUMULATE.replace("+=", "=")
+GATES = "sig(z[:, :H]), sig(z[:, H:2 * H]), sig(z[:, 2 * H:3 * H])\n    g = np.tanh(z[:, 3 * H:])"
+SWAPPED = "np.tanh(z[:, :H]), np.tanh(z[:, H:2 * H]), np.tanh(z[:, 2 * H:3 * H])\n    g = sig(z[:, 3 * H:])"
+LOOP = "for t in range(n - 1, len(idx)):\n        counts[tuple(idx[t - n + 1:t + 1])] += 1"
+WRAP = "for t in range(len(idx)):\n        counts[tuple(idx[np.arange(t - n + 1, t + 1)])] += 1"
+
+MUTANTS = {  # name: [(grade_id, old, new, exercise id, words the feedback must contain)]
+    "one of each, first": [
+        ("lm_count_ngrams", "range(n - 1, len(idx))", "range(n - 1, len(idx) - 1)",
+         "lm.count_ngrams", "last n-gram not counted"),
+        ("lm_ngram_probs", "total = counts.sum(axis=-1, keepdims=True)", "total = counts.sum()",
+         "lm.ngram_probs", "normalised over the whole table"),
+        ("lm_roll_die", "faces = (cdf <= u[:, None]).sum(axis=-1)",
+         "faces = np.argmax(weights, axis=-1)", "lm.roll_die", "argmax instead of sampling"),
+        ("lm_perplexity", "nll = -np.mean(np.log(p))", "nll = -np.sum(np.log(p))",
+         "lm.perplexity", "not averaged per token"),
+        ("lm_rnn_forward", "h_prev @ Whh", "h0 @ Whh", "lm.rnn_forward",
+         "hidden state not carried across time"),
+        ("lm_rnn_backward", ACCUMULATE, OVERWRITE, "lm.rnn_backward",
+         "gradients not accumulated over time steps"),
+        ("lm_lstm_cell", "c = f * c_prev + i * g", "c = i * c_prev + f * g", "lm.lstm_cell",
+         "forget gate applied to the input instead of the cell"),
+    ],
+    "one of each, second": [
+        ("lm_count_ngrams", LOOP, WRAP, "lm.count_ngrams", "wrap around the end"),
+        ("lm_ngram_probs", "np.full_like(counts, 1.0 / counts.shape[-1])", "np.zeros_like(counts)",
+         "lm.ngram_probs", "unseen contexts left at zero"),
+        ("lm_roll_die", "cdf <= u[:, None]", "cdf < u[:, None]", "lm.roll_die",
+         "a face of weight zero can come up"),
+        ("lm_perplexity", "nll / np.log(2)", "nll", "lm.perplexity",
+         "bits per character left in nats"),
+        ("lm_rnn_forward", "h_prev @ Whh", "h_prev @ Whh.T", "lm.rnn_forward", "W_hh transposed"),
+        ("lm_rnn_backward", "(dh[:, t] + dnext) * (1 - h[:, t] ** 2)", "dh[:, t] * (1 - h[:, t] ** 2)",
+         "lm.rnn_backward", "no gradient flowing back through time"),
+        ("lm_lstm_cell", "h = o * np.tanh(c)", "h = o * c", "lm.lstm_cell",
+         "output without tanh of the cell"),
+    ],
+    "library call, log base, h_t, gates": [
+        ("lm_count_ngrams", "counts = np.zeros((vocab_size,) * n, dtype=np.int64)",
+         "return ngram.count_ngrams(idx, n, vocab_size)", "lm.count_ngrams", "course_lib.ngram"),
+        ("lm_perplexity", "p = probs[np.arange(len(targets)), targets]", "p = probs.max(axis=1)",
+         "lm.perplexity", "likeliest token instead of the target"),
+        ("lm_rnn_backward", "dWhh += h_prev.T @ da", "dWhh += h[:, t].T @ da", "lm.rnn_backward",
+         "h_t instead of h_{t-1}"),
+        ("lm_lstm_cell", GATES, SWAPPED, "lm.lstm_cell", "gate nonlinearity swapped"),
+    ],
+}
+
+
+@pytest.mark.parametrize("edits", MUTANTS.values(), ids=MUTANTS.keys())
+def test_mutants_lose_points_and_are_named(tmp_path, edits):
+    path = None
+    for grade_id, old, new, *_ in edits:
+        path = mutant(SOLUTION, grade_id, old, new, tmp_path, base=path)
+    result = {e.id: e for e in grade(path).exercises}
+    for _, _, _, exercise_id, words in edits:
+        verdict = result[exercise_id]
+        assert verdict.points < verdict.max_points, (exercise_id, verdict.messages)
+        assert any(words in m for m in verdict.messages), (exercise_id, verdict.messages)
+    untouched = set(result) - {e[3] for e in edits}
+    assert all(result[i].points == result[i].max_points for i in untouched), {i: result[i].messages for i in untouched}
