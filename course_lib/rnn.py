@@ -143,6 +143,58 @@ def lstm_forward(x, h0, c0, W, b):
 
 # --- the torch models that train on the corpus ----------------------------------------------
 
+class ElmanFunction(torch.autograd.Function):
+    """The Elman recurrence in torch with the hand-derived BPTT as its backward.
+
+    Same equations and shapes as ``rnn_forward``/``rnn_backward`` (x: (B, T, D), h0: (B, H),
+    Wxh: (D, H), Whh: (H, H), b: (H,) -> h: (B, T, H)), batched on any device; this is what
+    trains ``CharRNN(cell="rnn")``, so the derivation in notebook 01 is the one in use.
+    """
+
+    @staticmethod
+    def forward(ctx, x, h0, Wxh, Whh, b):
+        xW = x @ Wxh + b  # (B, T, H): the input term of every step in one matmul
+        h_prev, hs = h0, []
+        for t in range(x.shape[1]):
+            h_prev = torch.tanh(xW[:, t] + h_prev @ Whh)
+            hs.append(h_prev)
+        h = torch.stack(hs, dim=1)
+        ctx.save_for_backward(x, h0, Wxh, Whh, h)
+        return h
+
+    @staticmethod
+    def backward(ctx, dh):
+        x, h0, Wxh, Whh, h = ctx.saved_tensors
+        da = torch.empty_like(h)  # (B, T, H): dloss/da_t for every step
+        dnext = torch.zeros_like(h0)
+        for t in reversed(range(x.shape[1])):
+            da[:, t] = (dh[:, t] + dnext) * (1 - h[:, t] ** 2)
+            dnext = da[:, t] @ Whh.T
+        h_prev = torch.cat([h0[:, None], h[:, :-1]], dim=1)  # (B, T, H): h_{t-1} per step
+        # the weights are shared over time: their gradients sum over every (b, t)
+        dWxh = torch.einsum("btd,bth->dh", x, da)
+        dWhh = torch.einsum("btk,bth->kh", h_prev, da)
+        return da @ Wxh.T, dnext, dWxh, dWhh, da.sum(dim=(0, 1))
+
+
+class ElmanRNN(torch.nn.Module):
+    """One Elman layer, h_t = tanh(x_t Wxh + h_{t-1} Whh + b), from a zero state.
+
+    x: (B, T, d_in) -> (h (B, T, d_hidden), None), shaped like ``torch.nn.RNN``'s output.
+    """
+
+    def __init__(self, d_in: int, d_hidden: int):
+        super().__init__()
+        bound = d_hidden ** -0.5  # torch.nn.RNN's initialisation
+        self.Wxh = torch.nn.Parameter(torch.empty(d_in, d_hidden).uniform_(-bound, bound))
+        self.Whh = torch.nn.Parameter(torch.empty(d_hidden, d_hidden).uniform_(-bound, bound))
+        self.b = torch.nn.Parameter(torch.empty(d_hidden).uniform_(-bound, bound))
+
+    def forward(self, x):
+        h0 = x.new_zeros(x.shape[0], self.Whh.shape[0])
+        return ElmanFunction.apply(x, h0, self.Wxh, self.Whh, self.b), None
+
+
 @dataclass
 class RNNConfig:
     vocab_size: int
@@ -156,6 +208,9 @@ class RNNConfig:
 class CharRNN(torch.nn.Module):
     """Character-level RNN-LM: embedding -> Elman RNN or LSTM -> linear to vocab_size.
 
+    The Elman RNN runs on ``ElmanFunction`` (the hand-derived BPTT); the LSTM on
+    ``torch.nn.LSTM`` (fused, and checked against ``lstm_forward`` in the tests).
+
     Each sequence starts from a zero state (as in the seed's Algorithm 1), so training,
     evaluation and sampling all see the same kind of input.
     forward(idx (B, T), targets (B, T) or None) -> (logits (B, T, vocab_size), mean loss).
@@ -165,14 +220,30 @@ class CharRNN(torch.nn.Module):
         super().__init__()
         self.config, self.block_size = config, config.block_size
         self.embed = torch.nn.Embedding(config.vocab_size, config.d_embed)
-        layer = {"rnn": torch.nn.RNN, "lstm": torch.nn.LSTM}[config.cell]
-        self.rnn = layer(config.d_embed, config.d_hidden, config.n_layers, batch_first=True)
+        if config.cell == "rnn":  # our own BPTT (ElmanFunction) trains the Elman RNN
+            dims = [config.d_embed] + [config.d_hidden] * config.n_layers
+            self.rnn = torch.nn.Sequential(*(_FirstOutput(ElmanRNN(a, b))
+                                             for a, b in zip(dims, dims[1:])))
+        else:
+            self.rnn = _FirstOutput(torch.nn.LSTM(config.d_embed, config.d_hidden,
+                                                  config.n_layers, batch_first=True))
         self.head = torch.nn.Linear(config.d_hidden, config.vocab_size)
 
     def forward(self, idx, targets=None):
-        h, _ = self.rnn(self.embed(idx))  # (B, T, d_hidden)
+        h = self.rnn(self.embed(idx))      # (B, T, d_hidden)
         logits = self.head(h)              # (B, T, vocab_size)
         if targets is None:
             return logits, None
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
         return logits, loss
+
+
+class _FirstOutput(torch.nn.Module):
+    """Keep only the sequence output of a recurrent layer that returns (output, state)."""
+
+    def __init__(self, layer):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x):
+        return self.layer(x)[0]

@@ -92,3 +92,17 @@ def test_char_rnn_interface(cell):
     logits, loss = model(idx, idx)
     assert logits.shape == (3, 7, 11) and model(idx)[1] is None
     assert abs(loss.item() - np.log(11)) < 0.5  # near a fair die before training
+
+
+def test_elman_function_backward_is_the_numpy_bptt_and_agrees_with_autograd(rng):
+    p = _rnn_params(rng)
+    dh = rng.normal(size=(2, 4, 5))
+    leaves = {k: torch.tensor(v, requires_grad=True) for k, v in p.items()}
+    h = rnn.ElmanFunction.apply(*leaves.values())
+    h.backward(torch.from_numpy(dh))
+    want_h, cache = rnn.rnn_forward(**p)
+    np.testing.assert_allclose(h.detach().numpy(), want_h, atol=1e-12)
+    for name, want in zip(("x", "h0", "Wxh", "Whh", "b"), rnn.rnn_backward(dh, cache)):
+        np.testing.assert_allclose(leaves[name].grad.numpy(), want, atol=1e-12, err_msg=name)
+    assert torch.autograd.gradcheck(rnn.ElmanFunction.apply, tuple(
+        torch.tensor(v, requires_grad=True) for v in p.values()))
