@@ -3,6 +3,7 @@ renders offline and answers clicks.
 
 Needs Debian's chromium (.ci/run installs it) and the playwright package (dev extra).
 """
+import json
 import os
 import shutil
 import socket
@@ -15,6 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
@@ -59,6 +61,36 @@ def lab(tmp_path):
     proc.wait(timeout=20)
 
 
+def _kernel_is_idle(lab):
+    """True once the server runs a kernel for the notebook and that kernel is idle."""
+    with urllib.request.urlopen(lab + "/api/sessions", timeout=5) as reply:
+        sessions = json.load(reply)
+    return any(s["kernel"]["execution_state"] == "idle" for s in sessions)
+
+
+def _run_first_cell(page, lab):
+    """Run the first cell, again if the page dropped it (pressed before the kernel connected).
+
+    A busy machine can start the kernel after JupyterLab's indicator already reads idle; the
+    cell then moves on with an empty prompt `[ ]:` and never runs.
+    """
+    deadline = time.monotonic() + 120
+    while not _kernel_is_idle(lab):
+        assert time.monotonic() < deadline, "the kernel did not start within 120 s"
+        time.sleep(0.5)
+    prompt = page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-InputPrompt")
+    while time.monotonic() < deadline:
+        page.locator(".jp-Notebook .jp-Cell .jp-InputArea-editor").first.click()
+        page.keyboard.press("Control+Enter")  # run in place
+        try:
+            page.wait_for_function("el => el.textContent.trim() !== '[ ]:'",
+                                   arg=prompt.element_handle(), timeout=10_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    raise AssertionError("the first cell never started running")
+
+
 def test_attention_explorer_renders_and_responds(lab, tmp_path):
     from playwright.sync_api import sync_playwright
 
@@ -69,17 +101,17 @@ def test_attention_explorer_renders_and_responds(lab, tmp_path):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(f"{lab}/lab/tree/explorer.ipynb")
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
-        page.click(".jp-Notebook .jp-Cell .jp-InputArea-editor")
-        page.keyboard.press("Shift+Enter")
-        image = page.wait_for_selector(".widget-output img", timeout=90_000)
-        first = image.get_attribute("src")
-        assert first.startswith("data:image/png")
-        buttons = page.locator(".widget-toggle-button")
-        assert buttons.count() == 3
-        page.locator(".widget-toggle-button", has_text="cross").click()
-        page.wait_for_function(
-            "old => { const img = document.querySelector('.widget-output img');"
-            " return img && img.getAttribute('src') !== old; }", arg=first, timeout=30_000)
-        page.screenshot(path=str(tmp_path / "explorer.png"))
-        browser.close()
+        try:
+            _run_first_cell(page, lab)
+            image = page.wait_for_selector(".widget-output img", timeout=120_000)
+            first = image.get_attribute("src")
+            assert first.startswith("data:image/png")
+            buttons = page.locator(".widget-toggle-button")
+            assert buttons.count() == 3
+            page.locator(".widget-toggle-button", has_text="cross").click()
+            page.wait_for_function(
+                "old => { const img = document.querySelector('.widget-output img');"
+                " return img && img.getAttribute('src') !== old; }", arg=first, timeout=60_000)
+        finally:  # what the page looked like, for a failing run
+            page.screenshot(path=str(tmp_path / "explorer.png"))
+            browser.close()
