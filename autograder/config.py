@@ -46,3 +46,5 @@ def configure(c, root: Path = REPO) -> None:
         Execute, JudgeOutputs, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
         SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
     c.Execute.timeout = 60  # seconds per cell; whole-notebook budgets are tested elsewhere
+    # the graded kernel's own start-up warnings would land in the learner's submit output
+    c.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]

@@ -41,10 +41,22 @@ class Mistake:
 
 
 # Code that the learner's own cells may never use, whatever the exercise: it would let
-# learner code reach the grader, the reference, or hide what it imports.
+# learner code reach the grader or the reference, or bind names the scan cannot read.
+# Names match whole or as a dotted prefix (`sys.modules` also bans `sys.modules.get`).
 ALWAYS_FORBIDDEN = ("autograder", "importlib", "__import__", "exec", "eval", "compile",
-                    "sys.modules", "builtins", "getattr", "setattr", "delattr", "vars",
-                    "__globals__", "__builtins__", "__dict__", "__code__", "__subclasses__")
+                    "sys.modules", "builtins", "__builtins__", "getattr", "setattr", "delattr",
+                    "vars", "globals", "locals", "__main__", "get_ipython", "IPython")
+# Attributes banned whatever object they are read from: they reach a function's module, a
+# frame's namespace or IPython's.
+FORBIDDEN_ATTRIBUTES = ("__globals__", "__builtins__", "__dict__", "__code__", "__subclasses__",
+                        "__closure__", "__wrapped__", "__self__", "__func__", "__reduce__",
+                        "__reduce_ex__", "__getattribute__", "__setattr__", "__setitem__",
+                        "__loader__", "__spec__", "__file__", "__path__", "__mro__", "__bases__",
+                        "__base__", "f_globals", "f_locals", "f_builtins", "f_back", "tb_frame",
+                        "gi_frame", "cr_frame", "ag_frame", "_getframe", "user_ns", "user_global_ns")
+# Modules that turn data into code or reach into the interpreter: refused when imported.
+FORBIDDEN_IMPORTS = ("pickle", "_pickle", "dill", "cloudpickle", "joblib", "shelve", "marshal",
+                     "copyreg", "gc", "ctypes", "runpy", "code", "codeop")
 
 
 @dataclass(frozen=True)
@@ -60,11 +72,12 @@ class Exercise:
     reference: ``reference(**case)`` -> array or tuple of arrays (from ``course_lib``).
     call:      how to call the learner's code: ``call(namespace, case)``; by default
                ``namespace[function](**case)``. Use it when an exercise needs two learner
-               functions (a backward that takes its own forward's cache).
+               functions (a backward that takes its own forward's cache), and name the
+               other one in ``helpers`` so that the forbidden-code scan reads it too.
     points, rtol, atol: grading; score = points x (cases passed / cases).
     mistakes:  recognised wrong answers, checked in order; the first that matches is named.
     forbidden: dotted names the learner's code must not use for this exercise, e.g.
-               ("course_lib.attention", "torch.autograd"). ``ALWAYS_FORBIDDEN`` is added.
+               ("course_lib.attention", "torch.autograd"). The scan adds ``ALWAYS_FORBIDDEN`` and friends.
     """
 
     id: str
@@ -79,6 +92,7 @@ class Exercise:
     forbidden: Sequence[str] = ()
     call: Callable[[Mapping[str, Any], Case], Any] | None = None
     output_names: Sequence[str] = field(default=())  # e.g. ("out", "A"), for messages
+    helpers: Sequence[str] = ()  # other learner functions ``call`` runs: scanned like ``function``
 
     def rng(self, hidden: bool) -> np.random.Generator:
         """The seeded generator for the public (or hidden) cases of this exercise."""
@@ -100,10 +114,6 @@ class Exercise:
 
     def name_of(self, i: int) -> str:
         return self.output_names[i] if i < len(self.output_names) else f"output {i}"
-
-    @property
-    def banned(self) -> tuple[str, ...]:
-        return tuple(self.forbidden) + ALWAYS_FORBIDDEN
 
 
 def as_outputs(value: Any) -> Outputs:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -49,6 +50,9 @@ class Result:
     @property
     def max_total(self) -> float:
         return round(sum(e.max_points for e in self.exercises), 3)
+
+    def __repr__(self) -> str:  # what a notebook shows under the submit() cell
+        return f"<{Path(self.notebook).name}: {self.total:g} / {self.max_total:g} points>"
 
     def by_id(self, exercise_id: str) -> ExerciseResult:
         return next(e for e in self.exercises if e.id == exercise_id)
@@ -104,6 +108,9 @@ def new_course(root: Path):
         "configure(get_config(), Path(__file__).resolve().parent)\n")
     config = Config()
     configure(config, root)
+    # a private exchange: the system-wide one may not exist, and nbgrader checks it on start
+    config.Exchange.root = str(root / "exchange")
+    (root / "exchange").mkdir()
     return NbGraderAPI(config=config)
 
 
@@ -135,7 +142,9 @@ def grade_notebook(notebook: str | Path, assignment: str | None = None,
         raise GradingError(f"no such notebook: {notebook}")
     assignment = assignment or find_assignment(notebook)
     name = _canonical_name(notebook, assignment)
-    with tempfile.TemporaryDirectory(prefix="autograder-") as tmp:
+    # nbgrader's gradebook warns about its own SQLAlchemy internals: nothing a learner can act on
+    with tempfile.TemporaryDirectory(prefix="autograder-") as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         root = Path(tmp)
         api = new_course(root)
         _run(api.generate_assignment(assignment), "generate_assignment")

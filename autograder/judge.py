@@ -68,14 +68,28 @@ def describe_difference(ex: Exercise, got: tuple, want: tuple) -> str:
     return "matches"
 
 
+def forbidden_message(ex: Exercise, hits) -> str:
+    """Why the forbidden-code scan gave no points: the exercise's own rule, or the notebook's."""
+    own = [h for h in hits if any(h == f or h.startswith(f + ".") for f in ex.forbidden)
+           or h.startswith("course_lib")]
+    other = [h for h in hits if h not in own]
+    parts = []
+    if own:
+        parts.append(f"Your code for `{ex.function}` uses {', '.join(f'`{h}`' for h in own)}, "
+                     "which this exercise does not allow: write it yourself.")
+    if other:
+        parts.append(f"Your notebook uses {', '.join(f'`{h}`' for h in other)}, which graded "
+                     "notebooks may not use (it can bring in code the grader cannot read); "
+                     "remove it and submit again.")
+    return " ".join(parts) + " No points."
+
+
 def judge(ex: Exercise, results: list, hidden: bool = True, forbidden_hits=()) -> Verdict:
     """Score the recorded ``results`` (per case: tuple of arrays, or an error string)."""
     cases = ex.all_cases(hidden)
     verdict = Verdict(ex.id, 0.0, float(ex.points), 0, len(cases))
     if forbidden_hits:
-        uses = ", ".join(f"`{h}`" for h in forbidden_hits)
-        verdict.messages.append(f"Your code uses {uses}, which this exercise does not allow "
-                                f"(write it yourself). No points.")
+        verdict.messages.append(forbidden_message(ex, forbidden_hits))
         return verdict
     if len(results) != len(cases):
         verdict.messages.append(f"Recorded {len(results)} results for {len(cases)} cases; "

@@ -28,6 +28,10 @@ def _is_locked(cell) -> bool:
     return bool(meta.get("locked") or meta.get("grade") and not meta.get("solution"))
 
 
+def _errored(cell) -> bool:
+    return any(o.get("output_type") == "error" for o in cell.get("outputs", []))
+
+
 def recorded_exercise(cell) -> str | None:
     """The exercise id a graded cell records, read from its (restored) source."""
     if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("grade"):
@@ -40,7 +44,7 @@ def verdict_for_cell(cell, earlier_cells) -> Verdict:
     """``earlier_cells``: the code cells above ``cell``, for the forbidden-code scan."""
     ex = get(recorded_exercise(cell))
     payloads = [o for o in cell.get("outputs", []) if MIME in o.get("data", {})]
-    hits = forbidden_uses(ex, [(c.source, _is_locked(c)) for c in earlier_cells])
+    hits = forbidden_uses(ex, [(c.source, _is_locked(c), _errored(c)) for c in earlier_cells])
     if len(payloads) != 1 or payloads[0]["data"][MIME].get("exercise") != ex.id:
         errors = [o.get("ename", "") for o in cell.get("outputs", []) if o.output_type == "error"]
         why = f" ({', '.join(errors)})" if errors else ""

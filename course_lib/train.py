@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import numpy as np
 import torch
@@ -147,7 +148,10 @@ def save_result(name: str, nll: float, **extra) -> dict:
     results[name] = {"nll": nll, "ppl": perplexity(nll), "bpc": bits_per_char(nll), **extra}
     path = results_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=1))
+    # write beside, then rename: a notebook reading the table never sees half a file
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(results, indent=1))
+    os.replace(tmp, path)
     return results
 
 

@@ -234,7 +234,7 @@ EXERCISES = [
     Exercise(id="layernorm.backward", function="layernorm_backward",
              signature="layernorm_backward(dout, cache) -> (dx, dgamma, dbeta)",
              cases=_backward_cases, reference=_backward_reference, points=3,
-             output_names=("dx", "dgamma", "dbeta"), call=_call_backward,
+             output_names=("dx", "dgamma", "dbeta"), call=_call_backward, helpers=("layernorm_forward",),
              forbidden=NO_LIBRARY + ("torch.autograd",), mistakes=BACKWARD_MISTAKES, **TOL),
     Exercise(id="layernorm.ffn", function="ffn_forward",
              signature="ffn_forward(x, W1, b1, W2, b2) -> (out, cache)",
