@@ -114,24 +114,36 @@ def new_course(root: Path):
     return NbGraderAPI(config=config)
 
 
+def _graded_cells(nb) -> dict[str, tuple[str, object]]:
+    """grade_id -> (exercise id, cell) for the graded cells of a notebook, in order."""
+    return {cell.metadata["nbgrader"]["grade_id"]: (ex_id, cell)
+            for cell in nb.cells if (ex_id := recorded_exercise(cell))}
+
+
 def read_results(root: Path, assignment: str, student: str, name: str) -> list[ExerciseResult]:
-    """Scores from the gradebook, messages from the autograded notebook's graded cells."""
-    autograded = root / "autograded" / student / assignment / name
-    nb = nbformat.read(autograded, as_version=4)
-    messages, ids = {}, {}
-    for cell in nb.cells:
-        ex_id = recorded_exercise(cell)
-        if ex_id:
-            grade_id = cell.metadata["nbgrader"]["grade_id"]
-            ids[grade_id] = ex_id
-            messages[grade_id] = [line for o in cell.outputs if o.output_type == "stream"
-                                  for line in o.text.splitlines()[1:] if line.strip()]
-    order = {gid: i for i, gid in enumerate(ids)}
+    """Scores from the gradebook, messages from the autograded notebook's graded cells.
+
+    Every graded cell of the assignment's source counts, so a learner who deletes one (or
+    strips its metadata) gets 0 for it rather than a smaller maximum.
+    """
+    expected = _graded_cells(nbformat.read(SOLUTIONS / assignment / name, as_version=4))
+    present = _graded_cells(nbformat.read(root / "autograded" / student / assignment / name, as_version=4))
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         sub = gb.find_submission_notebook(Path(name).stem, assignment, student)
-        grades = sorted((g for g in sub.grades if g.name in ids), key=lambda g: order[g.name])
-        return [ExerciseResult(ids[g.name], float(g.score), float(g.max_score), messages[g.name])
-                for g in grades]
+        scores = {g.name: float(g.score) for g in sub.grades}
+    results = []
+    for grade_id, (ex_id, source_cell) in expected.items():
+        max_points = float(source_cell.metadata["nbgrader"]["points"])
+        if grade_id not in present:
+            results.append(ExerciseResult(ex_id, 0.0, max_points, [
+                "The graded cell of this exercise is missing from the notebook: copy it back "
+                "from the released notebook, below your function."]))
+            continue
+        cell = present[grade_id][1]
+        messages = [line for o in cell.outputs if o.output_type == "stream"
+                    for line in o.text.splitlines()[1:] if line.strip()]
+        results.append(ExerciseResult(ex_id, scores.get(grade_id, 0.0), max_points, messages))
+    return results
 
 
 def grade_notebook(notebook: str | Path, assignment: str | None = None,

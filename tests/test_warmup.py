@@ -115,3 +115,14 @@ def test_the_reference_bound_where_the_scan_cannot_follow_is_refused(tmp_path):
     softmax, jvp = result.by_id("warmup.softmax"), result.by_id("warmup.softmax_jvp")
     assert softmax.points == 0 and any("`course_lib.softmax`" in m for m in softmax.messages), softmax
     assert jvp.points == 0 and any("`globals`" in m for m in jvp.messages), jvp
+
+
+def test_a_deleted_graded_cell_scores_zero_not_a_smaller_maximum(tmp_path):
+    nb = nbformat.read(SOLUTION, as_version=4)
+    nb.cells = [c for c in nb.cells
+                if c.metadata.get("nbgrader", {}).get("grade_id") != "grade_warmup_softmax"]
+    path = tmp_path / SOLUTION.name
+    nbformat.write(nb, path)
+    result = grade(path)
+    assert (result.total, result.max_total) == (2, 4)
+    assert any("missing" in m for m in result.by_id("warmup.softmax").messages)
