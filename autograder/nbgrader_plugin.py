@@ -24,8 +24,14 @@ RECORD_CALL = re.compile(r"""^record\(\s*["']([\w.]+)["']\s*,\s*globals\(\)\s*\)
 
 
 def _is_locked(cell) -> bool:
+    """A course cell: locked, with a grade_id the gradebook knows.
+
+    nbgrader's OverwriteCells has already run: it drops grade_ids the gradebook does not
+    know, and resets the locked flag (and a locked cell's source) from the gradebook, so a
+    learner who marks their own cell as locked does not get it past the scan.
+    """
     meta = cell.metadata.get("nbgrader", {})
-    return bool(meta.get("locked") or meta.get("grade") and not meta.get("solution"))
+    return bool(meta.get("grade_id")) and bool(meta.get("locked") or meta.get("grade") and not meta.get("solution"))
 
 
 def _errored(cell) -> bool:
