@@ -68,6 +68,15 @@ def describe_difference(ex: Exercise, got: tuple, want: tuple) -> str:
     return "matches"
 
 
+def helper_note(ex: Exercise, failing: set[str]) -> str | None:
+    """A note when ``ex`` runs other learner functions (``helpers``) that fail their own exercise."""
+    names = [h for h in ex.helpers if h in failing]
+    if not names:
+        return None
+    return (f"`{ex.function}` runs your {' and '.join(f'`{h}`' for h in names)}, which does not "
+            "match the reference yet: fix that first, and this one may pass too.")
+
+
 def forbidden_message(ex: Exercise, hits) -> str:
     """Why the forbidden-code scan gave no points: the exercise's own rule, or the notebook's."""
     own = [h for h in hits if any(h == f or h.startswith(f + ".") for f in ex.forbidden)

@@ -11,8 +11,8 @@ import copy
 import warnings
 
 from autograder.exercise import Exercise, as_outputs
-from autograder.exercises import get
-from autograder.judge import NOT_IMPLEMENTED, judge
+from autograder.exercises import all_exercises, get
+from autograder.judge import NOT_IMPLEMENTED, helper_note, judge
 from autograder.transport import MIME, encode_results
 
 
@@ -41,8 +41,20 @@ def check(exercise_id: str, namespace: dict) -> bool:
         print(f"\u2714 {ex.function}: all {verdict.total} public cases match. "
               "Hidden cases are checked when you submit.")
         return True
-    print(f"\u2718 {ex.function}: " + "\n  ".join(verdict.messages))
+    failing = {h for h in ex.helpers if not _passes_public_cases(h, exercise_id, namespace)}
+    note = helper_note(ex, failing)
+    print(f"\u2718 {ex.function}: " + "\n  ".join(verdict.messages + ([note] if note else [])))
     return False
+
+
+def _passes_public_cases(function: str, exercise_id: str, namespace: dict) -> bool:
+    """Whether the exercise of ``function`` (same topic as ``exercise_id``) passes its public cases."""
+    topic = exercise_id.split(".", 1)[0]
+    ex = next((e for e in all_exercises() if e.function == function and e.id.startswith(topic + ".")), None)
+    if ex is None:
+        return True
+    verdict = judge(ex, _run(ex, namespace, ex.all_cases(hidden=False)), hidden=False)
+    return verdict.passed == verdict.total
 
 
 def record(exercise_id: str, namespace: dict) -> None:

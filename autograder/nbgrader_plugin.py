@@ -17,7 +17,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograder.codescan import forbidden_uses
 from autograder.exercises import get
-from autograder.judge import Verdict, judge
+from autograder.judge import Verdict, helper_note, judge
 from autograder.transport import MIME, decode_results
 
 RECORD_CALL = re.compile(r"""^record\(\s*["']([\w.]+)["']\s*,\s*globals\(\)\s*\)\s*$""", re.M)
@@ -77,10 +77,13 @@ class JudgeOutputs(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         code = [c for c in nb.cells if c.cell_type == "code"]
-        for i, cell in enumerate(code):
-            if recorded_exercise(cell) is None:
-                continue
-            verdict = verdict_for_cell(cell, code[:i])
+        graded = [(cell, verdict_for_cell(cell, code[:i])) for i, cell in enumerate(code)
+                  if recorded_exercise(cell) is not None]
+        failing = {get(v.exercise_id).function for _, v in graded if not v.full_marks}
+        for cell, verdict in graded:
+            note = helper_note(get(verdict.exercise_id), failing)
+            if note and not verdict.full_marks:
+                verdict.messages.append(note)
             cell.outputs = verdict_outputs(verdict)
             self.log.info("%s: %s/%s", verdict.exercise_id, verdict.points, verdict.max_points)
         return nb, resources

@@ -52,3 +52,33 @@ def mutant(solution_path: str | Path, grade_id: str, old: str, new: str, tmp_pat
     out = tmp_path / Path(solution_path).name
     nbformat.write(nb, out)
     return out
+
+
+def grade_mutant_bank(solution: Path, edits, tmp_path: Path) -> None:
+    """Apply ``edits`` to a solution notebook, grade it once, and check the verdicts.
+
+    ``edits``: (grade_id, old, new, exercise_id, name) tuples. Each named exercise loses
+    points and, when ``name`` is given, its feedback contains it (``exercise_id`` None: an
+    edit that only sets up another one). Exercises no edit touched keep full marks, unless
+    they run a touched function (``helpers``): then their feedback says so.
+    """
+    from autograder.exercises import get
+
+    path = None
+    for grade_id, old, new, *_ in edits:
+        path = mutant(solution, grade_id, old, new, tmp_path, base=path)
+    result = {e.id: e for e in grade(path).exercises}
+    for _, _, _, exercise_id, name in edits:
+        if exercise_id is None:
+            continue
+        verdict = result[exercise_id]
+        assert verdict.points < verdict.max_points, (exercise_id, verdict.messages)
+        if name:
+            assert any(name in m for m in verdict.messages), (exercise_id, name, verdict.messages)
+    touched = {e[3] for e in edits}
+    broken = {get(i).function for i in touched if i}
+    for i in set(result) - touched:
+        if set(get(i).helpers) & broken and result[i].points < result[i].max_points:
+            assert any("fix that first" in m for m in result[i].messages), (i, result[i].messages)
+        else:
+            assert result[i].points == result[i].max_points, (i, result[i].messages)

@@ -62,3 +62,22 @@ def test_objects_are_not_numbers():
         assert "AlwaysEqual" in str(err)
     else:
         raise AssertionError("an object travelled as an output")
+
+
+def test_the_check_cell_names_a_failing_helper(capsys):
+    from autograder.kernel import check
+    from course_lib import layernorm as ln
+
+    def layernorm_forward(x, gamma, beta, eps=1e-5):  # unbiased variance: a wrong forward
+        mu, var = x.mean(-1, keepdims=True), x.var(-1, ddof=1, keepdims=True)
+        return gamma * (x - mu) / np.sqrt(var + eps) + beta, None
+
+    def ffn_forward(x, W1, b1, W2, b2):
+        return ln.ffn_forward(x, W1, b1, W2, b2)
+
+    def pre_ln_block(x, W1, b1, W2, b2, gamma, beta):
+        return x + ffn_forward(layernorm_forward(x, gamma, beta)[0], W1, b1, W2, b2)[0]
+
+    assert not check("layernorm.pre_ln", dict(locals()))
+    out = capsys.readouterr().out
+    assert "runs your `layernorm_forward`" in out and "ffn_forward" not in out.split("runs your")[1]

@@ -13,6 +13,7 @@ from course_lib.layernorm import (EPS, ffn_forward, layernorm_backward, layernor
                                   post_ln_block, pre_ln_block)
 
 NO_LIBRARY = ("course_lib.layernorm", "torch")
+BLOCK_HELPERS = ("layernorm_forward", "ffn_forward")  # the blocks are built from the learner's own
 TOL = dict(rtol=1e-7, atol=1e-9)
 
 
@@ -234,7 +235,8 @@ EXERCISES = [
     Exercise(id="layernorm.backward", function="layernorm_backward",
              signature="layernorm_backward(dout, cache) -> (dx, dgamma, dbeta)",
              cases=_backward_cases, reference=_backward_reference, points=3,
-             output_names=("dx", "dgamma", "dbeta"), call=_call_backward, helpers=("layernorm_forward",),
+             output_names=("dx", "dgamma", "dbeta"), call=_call_backward,
+             helpers=("layernorm_forward",),
              forbidden=NO_LIBRARY + ("torch.autograd",), mistakes=BACKWARD_MISTAKES, **TOL),
     Exercise(id="layernorm.ffn", function="ffn_forward",
              signature="ffn_forward(x, W1, b1, W2, b2) -> (out, cache)",
@@ -244,9 +246,9 @@ EXERCISES = [
     Exercise(id="layernorm.post_ln", function="post_ln_block",
              signature="post_ln_block(x, W1, b1, W2, b2, gamma, beta) -> out",
              cases=_block_cases, reference=post_ln_block, points=1, output_names=("out",),
-             forbidden=NO_LIBRARY, mistakes=POST_LN_MISTAKES, **TOL),
+             helpers=BLOCK_HELPERS, forbidden=NO_LIBRARY, mistakes=POST_LN_MISTAKES, **TOL),
     Exercise(id="layernorm.pre_ln", function="pre_ln_block",
              signature="pre_ln_block(x, W1, b1, W2, b2, gamma, beta) -> out",
              cases=_block_cases, reference=pre_ln_block, points=1, output_names=("out",),
-             forbidden=NO_LIBRARY, mistakes=PRE_LN_MISTAKES, **TOL),
+             helpers=BLOCK_HELPERS, forbidden=NO_LIBRARY, mistakes=PRE_LN_MISTAKES, **TOL),
 ]
