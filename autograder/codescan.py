@@ -43,6 +43,8 @@ SAFE_MAGICS = {"matplotlib", "time", "timeit", "prun", "capture", "precision", "
                "who", "whos", "who_ls", "pinfo", "pinfo2", "pdef", "pdoc", "psource",
                "autoreload", "load_ext"}
 CODE_MAGICS = {"time", "timeit", "prun", "capture"}
+# IPython evaluates `{expr}` in the line of every other magic (`%matplotlib {f := g}`).
+NO_EXPANSION = {"time", "timeit", "prun"}
 SAFE_EXTENSIONS = {"autoreload"}  # what %load_ext may load
 SHELL = "!command (shell)"
 _PICKLE = re.compile(r"(^|_)pickle$")  # np.load(allow_pickle=True), np.lib.format.pickle
@@ -87,6 +89,9 @@ class _Magics(ast.NodeTransformer):
         name, text = args[0], [a for a in args[1:] if isinstance(a, str)]
         if name not in SAFE_MAGICS or (name == "load_ext" and set(" ".join(text).split()) - SAFE_EXTENSIONS):
             self.hits.add(f"%{name}")
+            return []
+        if name not in NO_EXPANSION and text and "{" in text[0]:
+            self.hits.add(f"%{name} {{...}}")
             return []
         return [stmt for t in text for stmt in _magic_code(t)] if name in CODE_MAGICS else []
 

@@ -32,7 +32,7 @@ def learner(*sources):
     (learner("def f(Q): return Q", "from course_lib.attention import f"), ["course_lib.attention"]),
     (learner("from course_lib.attention import *", "def f(Q): return sdpa(Q)"), ["course_lib.attention"]),
     # harmless magics and the check cell are fine
-    (learner("%timeit 1\n%matplotlib inline\ndef f(Q):\n    return Q", "%load_ext autoreload\n%autoreload 2",
+    (learner("%timeit f({})\n%matplotlib inline\ndef f(Q):\n    return Q", "%load_ext autoreload\n%autoreload 2",
              'check("demo.f", globals())', "f?"), []),
     (learner("import numpy as np\nprint(np.__version__, np.__name__)", "def f(Q): return Q"), []),
 ])
@@ -76,6 +76,7 @@ def test_forbidden_uses(cells, expected):
      ["%writefile", "helper (not an installed module)"]),
     (learner("import pickle\nf = pickle.loads(b'')"), ["pickle"]),
     (learner("import numpy as np\nf = np.load('f.npy', allow_pickle=True)[()]"), ["allow_pickle"]),
+    (learner(REF, "%matplotlib {globals().update(f=g)}"), ["%matplotlib {...}"]),
     # magics that run code in the namespace are read as code
     (learner(REF, "%time f = g"), ["course_lib.attention"]),
     (learner(REF, "%%capture\nf = g"), ["course_lib.attention"]),
