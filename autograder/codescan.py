@@ -33,7 +33,7 @@ import re
 import symtable
 import sys
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from autograder.exercise import ALWAYS_FORBIDDEN, FORBIDDEN_ATTRIBUTES, FORBIDDEN_IMPORTS, Exercise
 
@@ -111,13 +111,13 @@ class _Magics(ast.NodeTransformer):
         return ast.Constant(None)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Cell:
     """A code cell as the scan sees it; ``tree`` is None when it is not valid Python."""
     tree: ast.Module | None
     locked: bool = False
     errored: bool = False  # its outputs hold an error: some statements may not have run
-    hits: set = field(default_factory=set)  # refused magics and shell commands
+    hits: frozenset = frozenset()  # refused magics and shell commands
 
 
 def parse(source: str, locked: bool = False, errored: bool = False) -> Cell:
@@ -130,7 +130,7 @@ def parse(source: str, locked: bool = False, errored: bool = False) -> Cell:
         return Cell(None, locked, errored)
     magics = _Magics()
     tree = ast.fix_missing_locations(magics.visit(tree))
-    return Cell(tree, locked, errored, magics.hits)
+    return Cell(tree, locked, errored, frozenset(magics.hits))
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -143,15 +143,20 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
-def names_used(node: ast.AST) -> set[str]:
-    """Every dotted name read or imported inside ``node``, and every forbidden attribute."""
-    found = set()
+def _imports(node: ast.AST):
+    """(module, name imported from it or None) for every absolute import inside ``node``."""
     for sub in ast.walk(node):
         if isinstance(sub, ast.Import):
-            found.update(alias.name for alias in sub.names)
-        elif isinstance(sub, ast.ImportFrom) and sub.module:
-            found.update(f"{sub.module}.{alias.name}" for alias in sub.names)
-        elif isinstance(sub, (ast.Attribute, ast.Name)):
+            yield from ((alias.name, None) for alias in sub.names)
+        elif isinstance(sub, ast.ImportFrom) and sub.module and not sub.level:
+            yield from ((sub.module, alias.name) for alias in sub.names)
+
+
+def names_used(node: ast.AST) -> set[str]:
+    """Every dotted name read or imported inside ``node``, and every forbidden attribute."""
+    found = {module if name is None else f"{module}.{name}" for module, name in _imports(node)}
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.Attribute, ast.Name)):
             dotted = _dotted(sub)
             if dotted:
                 found.add(dotted)
@@ -159,16 +164,6 @@ def names_used(node: ast.AST) -> set[str]:
                 found.add(sub.attr)  # `f.__globals__` reaches a module whatever `f` is
         elif isinstance(sub, ast.keyword) and sub.arg and _PICKLE.search(sub.arg):
             found.add(sub.arg)
-    return found
-
-
-def _imported_modules(node: ast.AST) -> set[str]:
-    found = set()
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Import):
-            found.update(alias.name for alias in sub.names)
-        elif isinstance(sub, ast.ImportFrom) and sub.module and not sub.level:
-            found.add(sub.module)
     return found
 
 
@@ -188,7 +183,7 @@ def _hits(used: set[str], banned) -> set[str]:
 
 
 def _always_hits(tree: ast.AST) -> set[str]:
-    used, modules = names_used(tree), _imported_modules(tree)
+    used, modules = names_used(tree), {module for module, _ in _imports(tree)}
     hits = _hits(used, ALWAYS_FORBIDDEN + FORBIDDEN_ATTRIBUTES)
     hits |= {part for u in used for part in u.split(".") if _PICKLE.search(part)}
     hits |= {m for m in modules if m.split(".")[0] in FORBIDDEN_IMPORTS}
