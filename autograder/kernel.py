@@ -11,7 +11,7 @@ import copy
 import warnings
 
 from autograder.exercise import Exercise, as_outputs
-from autograder.exercises import all_exercises, get
+from autograder.exercises import by_function, get
 from autograder.judge import NOT_IMPLEMENTED, helper_note, judge
 from autograder.transport import MIME, encode_results
 
@@ -49,8 +49,7 @@ def check(exercise_id: str, namespace: dict) -> bool:
 
 def _passes_public_cases(function: str, exercise_id: str, namespace: dict) -> bool:
     """Whether the exercise of ``function`` (same topic as ``exercise_id``) passes its public cases."""
-    topic = exercise_id.split(".", 1)[0]
-    ex = next((e for e in all_exercises() if e.function == function and e.id.startswith(topic + ".")), None)
+    ex = by_function(exercise_id, function)
     if ex is None:
         return True
     verdict = judge(ex, _run(ex, namespace, ex.all_cases(hidden=False)), hidden=False)

@@ -31,7 +31,8 @@ def _is_locked(cell) -> bool:
     learner who marks their own cell as locked does not get it past the scan.
     """
     meta = cell.metadata.get("nbgrader", {})
-    return bool(meta.get("grade_id")) and bool(meta.get("locked") or meta.get("grade") and not meta.get("solution"))
+    course_cell = meta.get("locked") or meta.get("grade") and not meta.get("solution")
+    return bool(meta.get("grade_id") and course_cell)
 
 
 def _errored(cell) -> bool:

@@ -29,6 +29,12 @@ def get(exercise_id: str) -> Exercise:
     raise KeyError(f"no exercise {exercise_id!r}; known: {', '.join(e.id for e in exercises)}")
 
 
+def by_function(exercise_id: str, function: str) -> Exercise | None:
+    """The exercise of the same topic as ``exercise_id`` whose learner function is ``function``."""
+    return next((ex for ex in _module(exercise_id.split(".", 1)[0]).EXERCISES
+                 if ex.function == function), None)
+
+
 def topics() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(__path__))
 
