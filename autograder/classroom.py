@@ -7,7 +7,6 @@ inputs: nbgrader's ``submitted/<student>/<assignment>/`` layout, a flat folder o
 """
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,10 +14,13 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+import nbformat
 from tqdm.auto import tqdm
 
 from autograder.config import REPO, SOLUTIONS
 from autograder.grading import GradingError
+from autograder.sandbox import isolation
+from autograder.submission import prepare
 
 RETRIES = 3  # parallel nbgrader processes share one SQLite gradebook; a locked write is retried
 
@@ -59,7 +61,14 @@ def _autograde(root: Path, assignment: str, student: str) -> tuple[str, str | No
 
 def grade_class(submissions: Path, assignment: str, jobs: int = 2,
                 csv_path: Path = Path("grades.csv"), course_root: Path = REPO) -> Path:
-    """Grade every submission of ``assignment``; return the CSV nbgrader exported."""
+    """Grade every submission of ``assignment``; return the CSV nbgrader exported.
+
+    Each notebook's kernel runs in the grading sandbox; with ``AUTOGRADER_ISOLATION=required``
+    (the ``grade`` command's default) grading stops before it starts where there is none.
+    """
+    isolated, note = isolation()
+    if not isolated:
+        print(note, file=sys.stderr)
     names = sorted(p.name for p in (SOLUTIONS / assignment).glob("*.ipynb"))
     if len(names) != 1:
         raise GradingError(f"assignment {assignment!r} should hold one notebook, found {names}")
@@ -72,8 +81,8 @@ def grade_class(submissions: Path, assignment: str, jobs: int = 2,
         for student, nb in found.items():
             dest = course_root / "submitted" / student / assignment
             dest.mkdir(parents=True, exist_ok=True)
-            if nb.resolve() != (dest / names[0]).resolve():
-                shutil.copyfile(nb, dest / names[0])
+            prepared = prepare(nb, assignment, names[0])  # read before it may be overwritten
+            nbformat.write(prepared.nb, dest / names[0])
 
     proc = _nbgrader(course_root, "generate_assignment", assignment, "--force")
     if proc.returncode:

@@ -14,15 +14,13 @@ import sys
 from pathlib import Path
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor
-from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Execute,
-                                    IgnorePattern, LimitOutput, SaveAutoGrades)
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,
+                                    LimitOutput, SaveAutoGrades)
 
+from autograder.execute import SandboxedExecute
 from autograder.nbgrader_plugin import JudgeOutputs
 
-REPO = Path(__file__).resolve().parent.parent
-SOLUTIONS = REPO / "solutions"
-RELEASE = REPO / "notebooks"
-HEADER = Path(__file__).resolve().parent / "release_header.ipynb"
+from autograder.paths import HEADER, REPO, RELEASE, SOLUTIONS  # noqa: F401  (used by other modules)
 
 
 def _alembic_on_path() -> None:
@@ -41,10 +39,8 @@ def configure(c, root: Path = REPO) -> None:
     c.CourseDirectory.release_directory = "notebooks" if root == REPO else "release"
     c.IncludeHeaderFooter.header = str(HEADER)
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
-    # The verdict is computed right after execution, before nbgrader saves the grades.
+    # nbgrader's Execute is replaced by the sandboxed one (execute.py), and the verdict is
+    # computed right after it, before nbgrader saves the grades.
     c.Autograde.autograde_preprocessors = [
-        Execute, JudgeOutputs, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+        SandboxedExecute, JudgeOutputs, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
         SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
-    c.Execute.timeout = 60  # seconds per cell; whole-notebook budgets are tested elsewhere
-    # the graded kernel's own start-up warnings would land in the learner's submit output
-    c.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]

@@ -1,9 +1,10 @@
 """Grade one learner's notebook with real nbgrader, in a scratch course directory.
 
 ``grade_notebook`` generates the assignment from ``solutions/`` into a temporary course
-directory (so the gradebook holds the locked cells to restore), places the notebook in
-``submitted/``, runs ``autograde`` (our ``JudgeOutputs`` step included) and
-``generate_feedback``, and reads the scores back from nbgrader's gradebook.
+directory (so the gradebook holds the locked cells to restore), places the submission,
+repaired where it must be (``submission.prepare``), in ``submitted/``, runs ``autograde``
+(the sandboxed execution and ``JudgeOutputs`` included) and ``generate_feedback``, and reads
+the scores back from nbgrader's gradebook.
 """
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from nbgrader.api import Gradebook
 from traitlets.config import Config
 
 from autograder.config import SOLUTIONS, configure
-from autograder.nbgrader_plugin import recorded_exercise
+from autograder.plan import recorded_exercise
+from autograder.sandbox import isolation
+from autograder.submission import prepare
 
 STUDENT = "learner"
 
@@ -42,6 +45,7 @@ class Result:
     assignment: str
     exercises: list[ExerciseResult]
     feedback_html: str | None = None
+    notes: list[str] = field(default_factory=list)  # repairs to the file, isolation
 
     @property
     def total(self) -> float:
@@ -59,7 +63,7 @@ class Result:
 
     def to_json(self) -> dict:
         return {"notebook": self.notebook, "assignment": self.assignment, "total": self.total,
-                "max_total": self.max_total, "feedback_html": self.feedback_html,
+                "max_total": self.max_total, "feedback_html": self.feedback_html, "notes": self.notes,
                 "exercises": [asdict(e) for e in self.exercises]}
 
     def table(self) -> str:
@@ -154,6 +158,7 @@ def grade_notebook(notebook: str | Path, assignment: str | None = None,
         raise GradingError(f"no such notebook: {notebook}")
     assignment = assignment or find_assignment(notebook)
     name = _canonical_name(notebook, assignment)
+    isolated, isolation_note = isolation()
     # nbgrader's gradebook warns about its own SQLAlchemy internals: nothing a learner can act on
     with tempfile.TemporaryDirectory(prefix="autograder-") as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -162,7 +167,8 @@ def grade_notebook(notebook: str | Path, assignment: str | None = None,
         _run(api.generate_assignment(assignment), "generate_assignment")
         dest = root / "submitted" / STUDENT / assignment
         dest.mkdir(parents=True)
-        shutil.copyfile(notebook, dest / name)
+        prepared = prepare(notebook, assignment, name)
+        nbformat.write(prepared.nb, dest / name)
         _run(api.autograde(assignment, STUDENT), "autograde")
         exercises = read_results(root, assignment, STUDENT, name)
         html = None
@@ -171,20 +177,16 @@ def grade_notebook(notebook: str | Path, assignment: str | None = None,
             feedback = root / "feedback" / STUDENT / assignment / (Path(name).stem + ".html")
             shutil.copyfile(feedback, feedback_to)
             html = str(Path(feedback_to).resolve())
-    return Result(str(notebook), assignment, exercises, html)
+    notes = prepared.notes + ([] if isolated else [isolation_note])
+    return Result(str(notebook), assignment, exercises, html, notes)
 
 
 def submit(notebook: str | Path, assignment: str | None = None, as_json: bool = False) -> Result | None:
     """Grade a saved notebook, print the score table, write ``<name>_feedback.html`` beside it.
 
-    Called from a notebook's last cell it does nothing while the notebook is itself being
-    graded or tested, so grading never recurses.
+    ``autograder.submit``, which a notebook's last cell calls, skips this while the notebook
+    is itself being graded or tested, so grading never recurses.
     """
-    from course_lib.runmode import mode
-
-    if mode() != "full":
-        print(f"submit() skipped in {mode()} mode.")
-        return None
     notebook = Path(notebook)
     result = grade_notebook(notebook, assignment,
                             feedback_to=notebook.with_name(notebook.stem + "_feedback.html"))
@@ -192,6 +194,7 @@ def submit(notebook: str | Path, assignment: str | None = None, as_json: bool = 
         print(json.dumps(result.to_json(), indent=2))
     else:
         print(f"Graded {notebook} (the version saved on disk: save before you submit).\n")
+        print("\n".join(result.notes + [""]) if result.notes else "", end="")
         print(result.table())
         for e in result.exercises:
             if e.points < e.max_points:

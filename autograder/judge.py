@@ -1,8 +1,9 @@
 """The verdict on one exercise: compare recorded outputs with the reference, name mistakes.
 
 Runs in the trusted grading process (``nbgrader_plugin.JudgeOutputs``) on outputs decoded
-from plain data, and in the learner's kernel for the advisory check cell. It never calls
-learner code: the reference and the mistakes' ``wrong`` functions come from the registry.
+from plain data, and in the learner's own kernel for the advisory check cell (never in the
+grading sandbox). It never calls learner code: the reference and the mistakes' ``wrong``
+functions come from the registry.
 """
 from __future__ import annotations
 
@@ -10,9 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from autograder.exercise import Exercise, as_outputs
-
-NOT_IMPLEMENTED = "not implemented yet"
+from autograder.exercise import Exercise
+from autograder.transport import NOT_IMPLEMENTED, as_outputs
 
 
 @dataclass
@@ -77,29 +77,9 @@ def helper_note(ex: Exercise, failing: set[str]) -> str | None:
             "match the reference yet: fix that first, and this one may pass too.")
 
 
-def forbidden_message(ex: Exercise, hits) -> str:
-    """Why the forbidden-code scan gave no points: the exercise's own rule, or the notebook's."""
-    own = [h for h in hits if any(h == f or h.startswith(f + ".") for f in ex.forbidden)
-           or h.startswith("course_lib")]
-    other = [h for h in hits if h not in own]
-    parts = []
-    if own:
-        parts.append(f"Your code for `{ex.function}` uses {', '.join(f'`{h}`' for h in own)}, "
-                     "which this exercise does not allow: write it yourself.")
-    if other:
-        parts.append(f"Your notebook uses {', '.join(f'`{h}`' for h in other)}, which graded "
-                     "notebooks may not use (it can bring in code the grader cannot read); "
-                     "remove it and submit again.")
-    return " ".join(parts) + " No points."
-
-
-def judge(ex: Exercise, results: list, hidden: bool = True, forbidden_hits=()) -> Verdict:
-    """Score the recorded ``results`` (per case: tuple of arrays, or an error string)."""
-    cases = ex.all_cases(hidden)
+def judge(ex: Exercise, cases: list, results: list) -> Verdict:
+    """Score the recorded ``results`` on ``cases`` (per case: tuple of arrays, or an error string)."""
     verdict = Verdict(ex.id, 0.0, float(ex.points), 0, len(cases))
-    if forbidden_hits:
-        verdict.messages.append(forbidden_message(ex, forbidden_hits))
-        return verdict
     if len(results) != len(cases):
         verdict.messages.append(f"Recorded {len(results)} results for {len(cases)} cases; "
                                 "run the graded cell unchanged.")

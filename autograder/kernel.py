@@ -1,74 +1,183 @@
 """What runs in the learner's kernel: the check cell and the graded cell.
 
-``check(id, globals())`` runs the public cases and prints advice right away (the verdict
-here is only advice: nothing in the kernel decides a grade). ``record(id, globals())``
-runs public and hidden cases and prints the outputs as plain data for the judge; it never
-raises, so one broken exercise costs that exercise only.
+``check(id, globals())`` runs the public cases and prints advice right away; nothing in the
+kernel decides a grade. ``record(id, globals())`` is the graded cell: while a notebook is
+graded, the grader has written the exercise's cases (public and hidden, drawn from a secret
+seed) to a read-only folder named by ``$AUTOGRADER_CASES``; ``record`` runs the learner's
+function on them and displays the outputs as plain data, which the grader, outside the
+sandbox, compares with the reference. ``record`` never raises, and a case that runs too long
+is stopped, so one broken exercise costs that exercise only.
+
+This module runs in the grading sandbox, where the exercise registry, the judge and the
+references are absent: it imports them only inside ``check``, which does nothing there.
 """
 from __future__ import annotations
 
 import copy
+import json
+import os
+import signal
+import time
 import warnings
+from contextlib import contextmanager
+from pathlib import Path
 
-from autograder.exercise import Exercise, as_outputs
-from autograder.exercises import by_function, get
-from autograder.judge import NOT_IMPLEMENTED, helper_note, judge
-from autograder.transport import MIME, encode_results
+from autograder.calls import run
+from autograder.transport import MIME, NOT_IMPLEMENTED, as_outputs, decode_cases, encode_results
+
+CASES_ENV = "AUTOGRADER_CASES"
+CASE_SECONDS = 5.0       # one case of an honest exercise takes milliseconds
+EXERCISE_SECONDS = 12.0  # all cases of one exercise
 
 
-def _run(ex: Exercise, namespace: dict, cases: list) -> list:
+class CaseTimeout(Exception):
+    """A case ran past its time limit (raised by the alarm in ``_time_limit``)."""
+
+
+def grading_folder() -> Path | None:
+    """The folder of cases files while the grader runs this kernel, else None."""
+    folder = os.environ.get(CASES_ENV)
+    return Path(folder) if folder else None
+
+
+@contextmanager
+def _time_limit(seconds: float):
+    """Raise CaseTimeout in the code below after ``seconds`` (main thread only)."""
+    def alarm(signum, frame):
+        raise CaseTimeout()
+    try:
+        old = signal.signal(signal.SIGALRM, alarm)
+    except ValueError:  # not the main thread: no alarm, the grader's cell timeout still holds
+        yield
+        return
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def run_cases(namespace: dict, function: str, call: str | None, cases: list,
+              budget: float | None = None) -> list:
     """Per case: the learner's outputs as a tuple of arrays, or the error as text."""
-    if ex.call is None and ex.function not in namespace:
-        missing = f"`{ex.function}` is not defined: run the cell that defines it first"
-        return [missing] * len(cases)
-    results = []
+    results, left = [], budget
     for case in cases:
+        if left is not None and left <= 0:
+            results.append(f"not run: the earlier cases used up the {budget:g} s for this exercise")
+            continue
+        limit = CASE_SECONDS if left is None else min(CASE_SECONDS, left)
+        start = time.monotonic()
         try:
-            results.append(as_outputs(ex.run_learner(namespace, copy.deepcopy(case))))
+            with _time_limit(limit):
+                results.append(as_outputs(run(namespace, function, call, copy.deepcopy(case))))
+        except CaseTimeout:
+            results.append(f"did not finish within {limit:.0f} s (an endless loop?)")
         except NotImplementedError:
             results.append(NOT_IMPLEMENTED)
-        except Exception as err:  # any learner error is a result, not a crash
+        except BaseException as err:  # any learner error (sys.exit() too) is a result, not a crash
             results.append(f"{type(err).__name__}: {err}")
+        if left is not None:
+            left -= time.monotonic() - start
     return results
 
 
-def check(exercise_id: str, namespace: dict) -> bool:
+def record(exercise_id: str, namespace: dict) -> None:
+    """The graded cell: run the cases the grader wrote and display the outputs as data."""
+    from IPython.display import display
+
+    folder = grading_folder()
+    if folder is None:
+        print(f"This cell hands your code for {exercise_id} to the grader when you submit; "
+              "the check cell above tests it now.")
+        return
+    try:
+        spec = json.loads((folder / f"{exercise_id}.json").read_text())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            results = run_cases(namespace, spec["function"], spec["call"], decode_cases(spec),
+                                budget=EXERCISE_SECONDS)
+        payload = encode_results(exercise_id, results)
+        summary = f"Recorded {len(results)} cases of {exercise_id} for the grader."
+    except Exception as err:  # the kernel side's own failure must still not stop the notebook
+        payload = {"exercise": exercise_id, "cases": [], "failure": repr(err)}
+        summary = f"Could not record {exercise_id}: {err!r}"
+    display({MIME: payload, "text/plain": summary}, raw=True)
+
+
+def check(exercise_id: str, namespace: dict) -> bool | None:
     """Run the public cases of an exercise and print a success line or a diagnosis."""
+    if grading_folder() is not None:
+        print("Check cells do nothing while the notebook is graded.")
+        return None
+    from autograder.exercises import get
+    from autograder.judge import judge
+
     ex = get(exercise_id)
-    results = _run(ex, namespace, ex.all_cases(hidden=False))
-    verdict = judge(ex, results, hidden=False)
-    if verdict.passed == verdict.total:
+    cases = ex.public_cases()
+    verdict = judge(ex, cases, run_cases(namespace, ex.function, ex.call, cases))
+    advice = _unavailable_while_graded(ex, namespace)
+    if verdict.passed == verdict.total and not advice:
         print(f"\u2714 {ex.function}: all {verdict.total} public cases match. "
               "Hidden cases are checked when you submit.")
         return True
+    lines = list(verdict.messages) if verdict.passed < verdict.total else []
     failing = {h for h in ex.helpers if not _passes_public_cases(h, exercise_id, namespace)}
-    note = helper_note(ex, failing)
-    print(f"\u2718 {ex.function}: " + "\n  ".join(verdict.messages + ([note] if note else [])))
+    if failing:
+        from autograder.judge import helper_note
+        lines.append(helper_note(ex, failing))
+    lines += advice
+    mark = "\u2718" if verdict.passed < verdict.total or advice else "\u2714"
+    print(f"{mark} {ex.function}: " + "\n  ".join(line for line in lines if line))
     return False
 
 
 def _passes_public_cases(function: str, exercise_id: str, namespace: dict) -> bool:
     """Whether the exercise of ``function`` (same topic as ``exercise_id``) passes its public cases."""
+    from autograder.exercises import by_function
+    from autograder.judge import judge
+
     ex = by_function(exercise_id, function)
     if ex is None:
         return True
-    verdict = judge(ex, _run(ex, namespace, ex.all_cases(hidden=False)), hidden=False)
+    cases = ex.public_cases()
+    verdict = judge(ex, cases, run_cases(namespace, ex.function, ex.call, cases))
     return verdict.passed == verdict.total
 
 
-def record(exercise_id: str, namespace: dict) -> None:
-    """Run every case and display the outputs for the grader (no verdict here)."""
-    from IPython.display import display
+def _unavailable_while_graded(ex, namespace: dict) -> list[str]:
+    """Advice: modules the learner's function reaches that the grading sandbox does not hold.
 
-    try:
-        ex = get(exercise_id)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            results = _run(ex, namespace, ex.all_cases(hidden=True))
-        payload = encode_results(exercise_id, results)
-        summary = (f"Recorded {len(results)} cases of {exercise_id} for the grader; "
-                   "the score is computed when you submit.")
-    except Exception as err:  # the grader's own failure must still not stop the notebook
-        payload = {"exercise": exercise_id, "cases": [], "failure": repr(err)}
-        summary = f"Could not record {exercise_id}: {err!r}"
-    display({MIME: payload, "text/plain": summary}, raw=True)
+    Follows the global names the function (and the learner's functions it calls) reads. This
+    is only advice, so that the check cell warns before a submission scores 0: the grade does
+    not depend on it, since those modules are absent from the sandbox.
+    """
+    seen, hits = set(), set()
+    todo = [namespace.get(f) for f in (ex.function, *ex.helpers)]
+    while todo:
+        fn = todo.pop()
+        code = getattr(fn, "__code__", None)
+        if code is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        for name in _global_names(code):
+            obj = namespace.get(name)
+            module = getattr(obj, "__name__", None) if type(obj).__name__ == "module" \
+                else getattr(obj, "__module__", None)
+            if isinstance(module, str) and any(module == f or module.startswith(f + ".")
+                                               for f in ex.forbidden):
+                hits.add(f"`{name}` (from `{module}`)")
+            elif getattr(obj, "__module__", None) == "__main__":
+                todo.append(obj)
+    if not hits:
+        return []
+    return [f"`{ex.function}` uses {', '.join(sorted(hits))}, which is not available while the "
+            "notebook is graded: this exercise asks you to write it yourself."]
+
+
+def _global_names(code) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= _global_names(const)
+    return names

@@ -1,68 +1,60 @@
 """The trusted step of ``nbgrader autograde``: turn recorded outputs into scores.
 
-``JudgeOutputs`` runs right after nbgrader's ``Execute``. For each graded cell that calls
-``record("<id>", globals())`` it reads the recorded arrays, judges them (``judge.judge``),
-scans the learner's code for forbidden names (``codescan``), and replaces the cell's outputs
-with the messages and the score as an ``execute_result`` (nbgrader's partial credit). The
-exercise id comes from the cell's source, which nbgrader has already restored from the
-gradebook (``OverwriteCells``), never from the learner's outputs. Anything the learner's
-code printed to stderr in a graded cell is dropped with the rest of its outputs.
+``JudgeOutputs`` runs right after ``execute.SandboxedExecute``. For each graded cell it
+draws the same cases the sandbox was given (``plan``), reads the outputs the learner's
+kernel displayed (plain numbers, checked by ``transport``), computes the reference itself,
+names recognised mistakes (``judge``), and replaces the cell's outputs with the messages and
+the score as an ``execute_result`` (nbgrader's partial credit). The exercise comes from the
+cell's source, which nbgrader has restored from the gradebook, never from the learner's
+outputs. It runs no learner code and reads nothing else the sandbox wrote.
 """
 from __future__ import annotations
-
-import re
 
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from autograder.codescan import forbidden_uses
+from autograder.execute import FAULT
 from autograder.exercises import get
 from autograder.judge import Verdict, helper_note, judge
+from autograder.plan import graded_cases
 from autograder.transport import MIME, decode_results
 
-RECORD_CALL = re.compile(r"""^record\(\s*["']([\w.]+)["']\s*,\s*globals\(\)\s*\)\s*$""", re.M)
+MAX_MESSAGE = 300  # characters of a learner's error text quoted in feedback
 
 
-def _is_locked(cell) -> bool:
-    """A course cell: locked, with a grade_id the gradebook knows.
-
-    nbgrader's OverwriteCells has already run: it drops grade_ids the gradebook does not
-    know, and resets the locked flag (and a locked cell's source) from the gradebook, so a
-    learner who marks their own cell as locked does not get it past the scan.
-    """
-    meta = cell.metadata.get("nbgrader", {})
-    course_cell = meta.get("locked") or meta.get("grade") and not meta.get("solution")
-    return bool(meta.get("grade_id") and course_cell)
+def _fault(cell) -> str | None:
+    return next((o.evalue for o in cell.get("outputs", [])
+                 if o.get("output_type") == "error" and o.get("ename") == FAULT), None)
 
 
-def _errored(cell) -> bool:
-    return any(o.get("output_type") == "error" for o in cell.get("outputs", []))
-
-
-def recorded_exercise(cell) -> str | None:
-    """The exercise id a graded cell records, read from its (restored) source."""
-    if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("grade"):
-        return None
-    match = RECORD_CALL.search(cell.source)
-    return match.group(1) if match else None
-
-
-def verdict_for_cell(cell, earlier_cells) -> Verdict:
-    """``earlier_cells``: the code cells above ``cell``, for the forbidden-code scan."""
-    ex = get(recorded_exercise(cell))
+def verdict_for_cell(cell, ex, cases, earlier_faults: list[str]) -> Verdict:
+    """The verdict on one graded cell; ``earlier_faults``: why cells above it were stopped."""
     payloads = [o for o in cell.get("outputs", []) if MIME in o.get("data", {})]
-    hits = forbidden_uses(ex, [(c.source, _is_locked(c), _errored(c)) for c in earlier_cells])
-    if len(payloads) != 1 or payloads[0]["data"][MIME].get("exercise") != ex.id:
-        errors = [o.get("ename", "") for o in cell.get("outputs", []) if o.output_type == "error"]
-        why = f" ({', '.join(errors)})" if errors else ""
-        return Verdict(ex.id, 0.0, float(ex.points), 0, 0,
-                       [f"The graded cell did not record its outputs{why}; "
-                        "run the notebook top to bottom and leave the graded cell unchanged."])
+    if len(payloads) != 1 or not isinstance(payloads[0]["data"][MIME], dict) \
+            or payloads[0]["data"][MIME].get("exercise") != ex.id:
+        fault = _fault(cell)
+        if fault:
+            messages = [f"The graded cell was {fault}."]
+        else:
+            errors = [o.get("ename", "") for o in cell.get("outputs", []) if o.output_type == "error"]
+            messages = ["The graded cell did not record its outputs"
+                        + (f" ({', '.join(errors)})" if errors else "")
+                        + "; run the notebook top to bottom and leave the graded cell unchanged."]
+        return Verdict(ex.id, 0.0, float(ex.points), 0, len(cases), messages + earlier_faults)
+    payload = payloads[0]["data"][MIME]
+    if "failure" in payload:
+        return Verdict(ex.id, 0.0, float(ex.points), 0, len(cases),
+                       [f"The graded cell could not run: {str(payload['failure'])[:MAX_MESSAGE]}"])
     try:
-        results = decode_results(payloads[0]["data"][MIME])
-    except (KeyError, ValueError, TypeError) as err:
-        return Verdict(ex.id, 0.0, float(ex.points), 0, 0, [f"Unreadable recorded outputs: {err}"])
-    return judge(ex, results, hidden=True, forbidden_hits=hits)
+        results = decode_results(payload)
+    except (KeyError, ValueError, TypeError, AttributeError) as err:
+        return Verdict(ex.id, 0.0, float(ex.points), 0, len(cases),
+                       [f"Unreadable recorded outputs: {str(err)[:MAX_MESSAGE]}"])
+    results = [r[:MAX_MESSAGE] if isinstance(r, str) else r for r in results]
+    verdict = judge(ex, cases, results)
+    if verdict.passed < verdict.total:
+        verdict.messages += earlier_faults
+    return verdict
 
 
 def verdict_outputs(verdict: Verdict) -> list:
@@ -77,9 +69,14 @@ class JudgeOutputs(NbGraderPreprocessor):
     """Replace recorded outputs in graded cells by the trusted verdict (see module doc)."""
 
     def preprocess(self, nb, resources):
-        code = [c for c in nb.cells if c.cell_type == "code"]
-        graded = [(cell, verdict_for_cell(cell, code[:i])) for i, cell in enumerate(code)
-                  if recorded_exercise(cell) is not None]
+        faults, graded = [], []
+        cases = graded_cases(nb)
+        for i, cell in enumerate(nb.cells):
+            if i in cases:
+                ex, ex_cases = cases[i]
+                graded.append((cell, verdict_for_cell(cell, ex, ex_cases, list(faults))))
+            elif cell.cell_type == "code" and _fault(cell):
+                faults.append(f"Cell {i + 1} above it was {_fault(cell)}.")
         failing = {get(v.exercise_id).function for _, v in graded if not v.full_marks}
         for cell, verdict in graded:
             note = helper_note(get(verdict.exercise_id), failing)

@@ -1,9 +1,12 @@
-"""Outputs as plain data: how the learner's kernel hands its results to the judge.
+"""Plain data between the trusted grader and the learner's kernel, in both directions.
 
-The kernel prints one display output per graded cell with MIME type ``MIME``; its JSON holds
-the exercise id and, per case, either the outputs (numeric arrays as base64 bytes) or the
-error text. Decoding accepts only booleans, integers and floats, so no learner-made object
-(pickles, objects with a forged ``__eq__``) can reach the judge.
+Inputs (the cases of an exercise) go to the kernel as a JSON file the grader writes; outputs
+come back as one display output per graded cell with MIME type ``MIME``. Both hold only
+numbers, strings, lists and dicts, with arrays as base64 bytes. Decoding accepts only plain
+numeric dtypes and checks sizes, so nothing a learner makes (pickles, objects with a forged
+``__eq__``, a header claiming a billion elements) can reach the judge.
+
+This module runs in the grading sandbox: it imports nothing of the grader's.
 """
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ import numpy as np
 
 MIME = "application/vnd.course.autograder+json"
 NUMERIC_KINDS = "biuf"
+MAX_ELEMENTS = 10_000_000  # per decoded array: far above any exercise's output
+NOT_IMPLEMENTED = "not implemented yet"  # the result of a case that raised NotImplementedError
 
 
 def encode_array(a: np.ndarray) -> dict:
@@ -26,9 +31,74 @@ def decode_array(d: dict) -> np.ndarray:
     if dtype.kind not in NUMERIC_KINDS or dtype.hasobject:
         raise ValueError(f"dtype {dtype} is not a plain numeric type")
     shape = tuple(int(n) for n in d["shape"])
+    if any(n < 0 for n in shape) or int(np.prod(shape, dtype=np.float64)) > MAX_ELEMENTS:
+        raise ValueError(f"shape {shape} is too large")
     raw = base64.b64decode(d["data"], validate=True)
+    if len(raw) != int(np.prod(shape)) * dtype.itemsize:
+        raise ValueError(f"{len(raw)} bytes do not make an array of shape {shape} and dtype {dtype}")
     return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
 
+
+def as_outputs(value) -> tuple:
+    """Normalise a return value to a tuple of numeric numpy arrays.
+
+    Raises TypeError for anything that is not plain numbers (object arrays, None, strings).
+    """
+    items = value if isinstance(value, tuple) else (value,)
+    out = []
+    for item in items:
+        if hasattr(item, "detach") and hasattr(item, "cpu"):  # a torch tensor
+            item = item.detach().cpu().numpy()
+        arr = np.array(item, copy=True)
+        if arr.dtype.kind not in NUMERIC_KINDS:
+            raise TypeError(f"returned a value of type {type(item).__name__}, expected numbers")
+        out.append(arr)
+    return tuple(out)
+
+
+# --- cases: keyword arguments of one call -------------------------------------------------
+
+def encode_value(v):
+    """Arrays, numbers, strings, None, and lists, tuples and dicts of them, as JSON data."""
+    if isinstance(v, np.ndarray):
+        return {"array": encode_array(v)}
+    if isinstance(v, np.generic):
+        return {"array": encode_array(np.asarray(v)), "scalar": True}
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return {"value": v}
+    if isinstance(v, tuple):
+        return {"tuple": [encode_value(x) for x in v]}
+    if isinstance(v, list):
+        return {"list": [encode_value(x) for x in v]}
+    if isinstance(v, dict):
+        return {"dict": {str(k): encode_value(x) for k, x in v.items()}}
+    raise TypeError(f"cannot send a {type(v).__name__} to the kernel")
+
+
+def decode_value(d):
+    if "array" in d:
+        a = decode_array(d["array"])
+        return a[()] if d.get("scalar") else a
+    if "value" in d:
+        return d["value"]
+    if "tuple" in d:
+        return tuple(decode_value(x) for x in d["tuple"])
+    if "list" in d:
+        return [decode_value(x) for x in d["list"]]
+    return {k: decode_value(x) for k, x in d["dict"].items()}
+
+
+def encode_cases(exercise_id: str, function: str, call: str | None, cases: list) -> dict:
+    """What the kernel needs to run one exercise: whom to call, how, and on what."""
+    return {"exercise": exercise_id, "function": function, "call": call,
+            "cases": [encode_value(c) for c in cases]}
+
+
+def decode_cases(payload: dict) -> list:
+    return [decode_value(c) for c in payload["cases"]]
+
+
+# --- results: per case, the outputs or the error text ------------------------------------
 
 def encode_results(exercise_id: str, results: list) -> dict:
     """``results``: per case, a tuple of arrays or an error string."""
@@ -42,7 +112,7 @@ def decode_results(payload: dict) -> list:
     out = []
     for case in payload["cases"]:
         if "error" in case:
-            out.append(str(case["error"]))
+            out.append(str(case["error"])[:2000])
         else:
             out.append(tuple(decode_array(a) for a in case["outputs"]))
     return out

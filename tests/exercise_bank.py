@@ -3,11 +3,13 @@ from __future__ import annotations
 
 from autograder.judge import _safe_outputs, judge
 
+TEST_KEY = b"a key for the tests, not a secret"  # graded cases are drawn from a key
+
 
 def mistake_verdicts(exercises):
     """(exercise id, mistake name, verdict when a submission behaves exactly like the mistake)."""
     for ex in exercises:
-        cases = ex.all_cases(hidden=True)
+        cases = ex.graded_cases(TEST_KEY)
         for m in ex.mistakes:
             results = [_safe_outputs(m.wrong, c) or "raised" for c in cases]
-            yield ex.id, m.name, judge(ex, results)
+            yield ex.id, m.name, judge(ex, cases, results)

@@ -1,8 +1,10 @@
-"""The judge scores cases, names mistakes, and refuses forbidden code."""
+"""The judge scores cases and names mistakes; the check cell advises."""
 import numpy as np
 
 from autograder.exercise import Exercise, Mistake, as_outputs
-from autograder.judge import NOT_IMPLEMENTED, judge
+from autograder.judge import judge
+from autograder.transport import NOT_IMPLEMENTED
+from exercise_bank import TEST_KEY
 
 
 def _cases(rng, hidden):
@@ -14,42 +16,59 @@ EX = Exercise("demo.double", "double", "double(x) -> y", cases=_cases, reference
               mistakes=[Mistake("tripled instead of doubled", "multiply by 2.", wrong=lambda x: 3 * x)])
 
 
-def outputs(fn, hidden=True):
-    return [as_outputs(fn(**c)) for c in EX.all_cases(hidden)]
+CASES = EX.graded_cases(TEST_KEY)
+
+
+def outputs(fn):
+    return [as_outputs(fn(**c)) for c in CASES]
 
 
 def test_right_answer_gets_full_marks():
-    v = judge(EX, outputs(lambda x: x + x))
+    v = judge(EX, CASES, outputs(lambda x: x + x))
     assert (v.points, v.passed, v.total) == (3, 5, 5) and v.full_marks
 
 
 def test_known_mistake_is_named_and_scores_zero():
-    v = judge(EX, outputs(lambda x: 3 * x))
+    v = judge(EX, CASES, outputs(lambda x: 3 * x))
     assert v.points == 0 and "tripled instead of doubled" in " ".join(v.messages)
 
 
 def test_partial_credit_and_location_of_the_first_difference():
     results = outputs(lambda x: 2 * x)
     results[3] = (results[3][0] + np.eye(3, 4),)
-    v = judge(EX, results)
+    v = judge(EX, CASES, results)
     assert v.points == round(3 * 4 / 5, 3)
     assert "case 4" in " ".join(v.messages) and "index (0, 0)" in " ".join(v.messages)
 
 
 def test_wrong_shape_and_errors_are_reported():
-    v = judge(EX, [(np.zeros(2),)] * 4 + ["ValueError: boom"])
+    v = judge(EX, CASES, [(np.zeros(2),)] * 4 + ["ValueError: boom"])
     text = " ".join(v.messages)
     assert v.points == 0 and "shape (2,)" in text and "ValueError: boom" in text
 
 
 def test_not_implemented_says_so():
-    v = judge(EX, [NOT_IMPLEMENTED] * 5)
+    v = judge(EX, CASES, [NOT_IMPLEMENTED] * 5)
     assert v.points == 0 and v.messages == ["`double` is not implemented yet."]
 
 
-def test_forbidden_code_scores_zero_even_when_right():
-    v = judge(EX, outputs(lambda x: 2 * x), forbidden_hits=["course_lib.demo"])
-    assert v.points == 0 and "course_lib.demo" in v.messages[0]
+def test_graded_cases_depend_on_the_key_and_public_cases_do_not():
+    other = EX.graded_cases(b"another key, another submission")
+    assert not np.array_equal(other[0]["x"], CASES[0]["x"])
+    assert all(np.array_equal(a["x"], b["x"]) for a, b in zip(EX.graded_cases(TEST_KEY), CASES))
+    assert np.array_equal(EX.public_cases()[0]["x"], EX.public_cases()[0]["x"])
+    assert not np.array_equal(EX.public_cases()[0]["x"], CASES[0]["x"])
+
+
+def test_the_check_cell_warns_about_a_module_absent_while_graded(capsys):
+    from autograder.kernel import check
+
+    namespace = {"__name__": "__main__"}  # a notebook's globals
+    exec("from course_lib import softmax as library\n\n"
+         "def softmax(z, axis=-1):\n    return library.softmax(z, axis)\n", namespace)
+    assert not check("warmup.softmax", namespace)
+    out = capsys.readouterr().out
+    assert "course_lib.softmax" in out and "not available while the notebook is graded" in out
 
 
 def test_objects_are_not_numbers():

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from autograder.exercise import as_outputs
+from exercise_bank import TEST_KEY
 from autograder.exercises import lm
 from autograder.judge import judge
 from course_lib import ngram
@@ -84,8 +85,9 @@ def test_sampling_an_ngram_is_repeatable_with_a_seed():
 
 def test_lm_references_score_full_marks():
     for ex in lm.EXERCISES:
-        results = [as_outputs(ex.reference(**c)) for c in ex.all_cases()]
-        assert judge(ex, results).full_marks, ex.id
+        cases = ex.graded_cases(TEST_KEY)
+        results = [as_outputs(ex.reference(**c)) for c in cases]
+        assert judge(ex, cases, results).full_marks, ex.id
 
 
 @pytest.mark.parametrize("exercise_id, name, verdict",

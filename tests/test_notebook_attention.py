@@ -12,6 +12,7 @@ import pytest
 
 from autograder.authoring import grade_id
 from autograder.exercise import as_outputs
+from exercise_bank import TEST_KEY
 from autograder.exercises.attention import EXERCISES
 from autograder.judge import _safe_outputs, judge
 from helpers import SOLUTIONS, grade, mutant
@@ -161,7 +162,7 @@ def test_mutants_lose_points_and_are_named(tmp_path, run):
 @pytest.mark.parametrize("ex", EXERCISES, ids=lambda ex: ex.id)
 def test_every_registered_mistake_costs_points_and_is_named_by_the_judge(ex):
     """Outputs equal to a mistake's model are scored below full marks and named (in-process)."""
-    cases = ex.all_cases()
+    cases = ex.graded_cases(TEST_KEY)
     for mistake in ex.mistakes:
         if mistake.wrong is None:
             continue
@@ -169,14 +170,14 @@ def test_every_registered_mistake_costs_points_and_is_named_by_the_judge(ex):
         for case in cases:
             outputs = _safe_outputs(mistake.wrong, case)
             results.append("ValueError: shapes do not fit" if outputs is None else outputs)
-        verdict = judge(ex, results)
+        verdict = judge(ex, cases, results)
         assert verdict.points < verdict.max_points, mistake.name
         assert any(mistake.name in m for m in verdict.messages), (mistake.name, verdict.messages)
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=lambda ex: ex.id)
 def test_cases_are_float64_and_reference_is_finite(ex):
-    for case in ex.all_cases():
+    for case in ex.graded_cases(TEST_KEY):
         for value in case.values():
             if isinstance(value, np.ndarray) and value.dtype.kind == "f":
                 assert value.dtype == np.float64

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from autograder.calls import test_function
 from autograder.exercise import Exercise, Mistake
 from course_lib import attention as ref
 from course_lib.attention import causal_mask, masked_scores, merge_heads, split_heads
@@ -247,23 +248,10 @@ PADDING_MASK = Exercise(
 
 
 # ----------------------------------------------------------------------------- gradient check
-def _test_function(w, c):
-    """f(x) = sum(w cos(c x)) + (sum x)^2 / 2: curved, and every entry interacts."""
-    return lambda x: float(np.sum(w * np.cos(c * x)) + 0.5 * np.sum(x) ** 2)
-
-
 def _gradcheck_cases(rng, hidden):
     shapes = [(1,), (4, 5), (2, 2, 3)] if hidden else [(3,), (2, 3)]
     cs = [10.0, 3.0, 7.0] if hidden else [10.0, 5.0]
     return [{"x": _randn(rng, *s), "w": _randn(rng, *s), "c": c} for s, c in zip(shapes, cs)]
-
-
-def _gradcheck_call(namespace, case):
-    if "numerical_gradient" not in namespace:
-        raise NameError("`numerical_gradient` is not defined: run the cell that defines it first")
-    x = case["x"]
-    grad = namespace["numerical_gradient"](_test_function(case["w"], case["c"]), x, eps=1e-6)
-    return grad, x  # x must be left as it was
 
 
 def _gradcheck_reference(x, w, c):
@@ -273,7 +261,7 @@ def _gradcheck_reference(x, w, c):
 def _difference_quotient(step):
     """The numerical gradient the mistaken code computes; ``step`` gives (f+ - f-) / h."""
     def wrong(x, w, c, eps=1e-6):
-        f, x = _test_function(w, c), x.copy()
+        f, x = test_function(w, c), x.copy()
         grad = np.zeros_like(x)
         for i in np.ndindex(x.shape):
             grad[i] = step(f, x, i, eps)
@@ -312,7 +300,7 @@ NUMERICAL_GRADIENT = Exercise(
     signature="numerical_gradient(f, x, eps=1e-6) -> grad (shape of x)",
     cases=_gradcheck_cases,
     reference=_gradcheck_reference,
-    call=_gradcheck_call,
+    call="numerical_gradient",  # f is calls.test_function; x must be left as it was
     points=2,
     rtol=1e-6,
     atol=1e-7,

@@ -85,11 +85,6 @@ def _backward_cases(rng, hidden):
     return [dict(case, dout=rng.normal(size=case["x"].shape)) for case in _forward_cases(rng, hidden)]
 
 
-def _call_backward(namespace, case):
-    _, cache = namespace["layernorm_forward"](case["x"], case["gamma"], case["beta"])
-    return namespace["layernorm_backward"](case["dout"], cache)
-
-
 def _backward_reference(x, gamma, beta, dout):
     return layernorm_backward(dout, layernorm_forward(x, gamma, beta)[1])
 
@@ -230,18 +225,18 @@ EXERCISES = [
     Exercise(id="layernorm.forward", function="layernorm_forward",
              signature="layernorm_forward(x, gamma, beta, eps=1e-5) -> (out, cache)",
              cases=_forward_cases, reference=_forward_out, points=2, output_names=("out",),
-             call=lambda ns, c: ns["layernorm_forward"](**c)[0],
+             call="first_output",
              forbidden=NO_LIBRARY, mistakes=FORWARD_MISTAKES, **TOL),
     Exercise(id="layernorm.backward", function="layernorm_backward",
              signature="layernorm_backward(dout, cache) -> (dx, dgamma, dbeta)",
              cases=_backward_cases, reference=_backward_reference, points=3,
-             output_names=("dx", "dgamma", "dbeta"), call=_call_backward,
+             output_names=("dx", "dgamma", "dbeta"), call="layernorm_backward",
              helpers=("layernorm_forward",),
              forbidden=NO_LIBRARY + ("torch.autograd",), mistakes=BACKWARD_MISTAKES, **TOL),
     Exercise(id="layernorm.ffn", function="ffn_forward",
              signature="ffn_forward(x, W1, b1, W2, b2) -> (out, cache)",
              cases=_ffn_cases, reference=_ffn, points=1, output_names=("out",),
-             call=lambda ns, c: ns["ffn_forward"](**c)[0],
+             call="first_output",
              forbidden=NO_LIBRARY, mistakes=FFN_MISTAKES, **TOL),
     Exercise(id="layernorm.post_ln", function="post_ln_block",
              signature="post_ln_block(x, W1, b1, W2, b2, gamma, beta) -> out",

@@ -310,10 +310,6 @@ LSTM_MISTAKES = [
 ]
 
 
-def _first(fn):
-    return lambda namespace, case: namespace[fn](**case)[0]
-
-
 EXERCISES = [
     Exercise("lm.count_ngrams", "count_ngrams",
              "count_ngrams(idx, n, vocab_size) -> counts", _count_cases, count_ngrams,
@@ -327,7 +323,7 @@ EXERCISES = [
              _ppl_cases, perplexity, mistakes=PPL_MISTAKES, forbidden=NO_LIBRARY,
              output_names=("ppl", "bpc")),
     Exercise("lm.rnn_forward", "rnn_forward", "rnn_forward(x, h0, Wxh, Whh, b) -> (h, cache)",
-             _rnn_cases, lambda **c: rnn_forward(**c)[0], call=_first("rnn_forward"),
+             _rnn_cases, lambda **c: rnn_forward(**c)[0], call="first_output",
              mistakes=RNN_MISTAKES, forbidden=NO_LIBRARY, output_names=("h",)),
     Exercise("lm.rnn_backward", "rnn_backward",
              "rnn_backward(dh, cache) -> (dx, dh0, dWxh, dWhh, db)", _bptt_cases, rnn_backward,

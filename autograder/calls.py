@@ -1,0 +1,59 @@
+"""How an exercise calls the learner's functions on one case.
+
+Most exercises call ``function(**case)``; the few that need more (the first of several
+returned values, a backward pass fed by the learner's own forward, a numerical gradient of a
+test function) name one of the ``CALLS`` below in their ``Exercise.call``. The grader tells
+the kernel that name in the cases file, so this module runs in the grading sandbox: it holds
+no reference and imports nothing of the grader's.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+Namespace = Mapping[str, Any]
+
+
+def learner_function(namespace: Namespace, name: str) -> Callable:
+    fn = namespace.get(name)
+    if not callable(fn):
+        raise NameError(f"`{name}` is not defined when its graded cell runs: run (or keep) the "
+                        "cell that defines it above the graded cell")
+    return fn
+
+
+def plain(namespace: Namespace, function: str, case: dict):
+    return learner_function(namespace, function)(**case)
+
+
+def first_output(namespace: Namespace, function: str, case: dict):
+    """The first returned value only, e.g. ``out`` of a layer's ``(out, cache)``."""
+    return learner_function(namespace, function)(**case)[0]
+
+
+def layernorm_backward(namespace: Namespace, function: str, case: dict):
+    """The learner's backward, fed the cache of the learner's own ``layernorm_forward``."""
+    _, cache = learner_function(namespace, "layernorm_forward")(case["x"], case["gamma"], case["beta"])
+    return learner_function(namespace, function)(case["dout"], cache)
+
+
+def test_function(w: np.ndarray, c: float) -> Callable[[np.ndarray], float]:
+    """f(x) = sum(w cos(c x)) + (sum x)^2 / 2: curved, and every entry interacts."""
+    return lambda x: float(np.sum(w * np.cos(c * x)) + 0.5 * np.sum(x) ** 2)
+
+
+def numerical_gradient(namespace: Namespace, function: str, case: dict):
+    """The gradient of ``test_function`` at x, and x itself (which must be left as it was)."""
+    x = case["x"]
+    grad = learner_function(namespace, function)(test_function(case["w"], case["c"]), x, eps=1e-6)
+    return grad, x
+
+
+CALLS = {"first_output": first_output, "layernorm_backward": layernorm_backward,
+         "numerical_gradient": numerical_gradient}
+
+
+def run(namespace: Namespace, function: str, call: str | None, case: dict):
+    """Call the learner's code on one case as the exercise says (``call`` None: plainly)."""
+    return CALLS[call](namespace, function, case) if call else plain(namespace, function, case)

@@ -1,0 +1,165 @@
+"""The step of ``nbgrader autograde`` that runs the learner's notebook: in the sandbox, faults graded.
+
+``SandboxedExecute`` takes the place of nbgrader's ``Execute``. It
+
+1. writes each graded exercise's cases (drawn from the grader's secret, ``plan``) where the
+   sandbox can read them, and stages the sandbox without the modules those exercises forbid;
+2. runs, in a kernel inside the sandbox, the notebook's course set-up cells, graded cells and
+   every cell the learner wrote or changed; the course's teaching cells (unchanged from the
+   assignment's source) are not run, since they use the very modules the sandbox leaves out;
+3. survives every fault: a cell that runs past ``cell_timeout``, a kernel that dies
+   (``os._exit``, a crash, the memory limit) is stopped and marked with a ``GradingFault``
+   error naming the cause; the kernel is started again and the cells before it are run
+   again, without the faulty ones, so the others are still graded. Output past
+   ``output_limit`` characters is dropped.
+   The whole run stops after ``time_budget`` seconds; cells not reached are marked.
+
+The verdict is ``JudgeOutputs``'s, in the next step.
+"""
+from __future__ import annotations
+
+import os
+from subprocess import DEVNULL
+from time import monotonic
+
+import nbformat
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import AsyncKernelManager
+from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat.v4 import new_output
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Any, Integer
+
+from autograder import plan
+from autograder.paths import SOLUTIONS
+from autograder.sandbox import KERNEL_NAME, Sandbox, isolation
+from autograder.transport import encode_cases
+
+FAULT = "GradingFault"
+
+
+class _Restart(Exception):
+    """The kernel was stopped; run the notebook again without the faulty cell."""
+
+
+class SandboxKernelManager(AsyncKernelManager):
+    """A kernel manager whose connection file the sandbox's uid can read."""
+
+    sandbox = Any()
+
+    def write_connection_file(self, **kwargs):
+        super().write_connection_file(**kwargs)
+        os.chmod(self.connection_file, 0o600)
+        self.sandbox.share(self.connection_file)
+
+
+class _Client(NotebookClient):
+    """nbclient that keeps at most ``output_limit`` characters of a cell's output.
+
+    Printed text and displayed data count separately (a graded cell displays its outputs as
+    data, which may be large); past either limit the rest of the cell's output is dropped.
+    """
+
+    output_limit = Integer(1_000_000)
+    data_limit = Integer(64_000_000)
+
+    def output(self, outs, msg, display_id, cell_index):
+        sizes = self.__dict__.setdefault("_sizes", {})
+        content = msg.get("content", {})
+        text = len(str(content.get("text", ""))) + len(str(content.get("traceback", "")))
+        data = len(str(content.get("data", "")))
+        used = sizes.setdefault(cell_index, [0, 0])
+        used[0] += text
+        used[1] += data
+        if used[0] > self.output_limit or used[1] > self.data_limit:
+            self.__dict__.setdefault("_cut", set()).add(cell_index)
+            return None
+        return super().output(outs, msg, display_id, cell_index)
+
+    def was_cut(self, cell_index: int) -> bool:
+        return cell_index in self.__dict__.get("_cut", set())
+
+
+def teaching_sources(assignment: str, notebook: str) -> set[str]:
+    """The sources of the course's own unmarked code cells in the assignment's notebook."""
+    path = SOLUTIONS / assignment / f"{notebook}.ipynb"
+    source = nbformat.read(path, as_version=4)
+    return {c.source.strip() for c in source.cells
+            if c.cell_type == "code" and "nbgrader" not in c.metadata and c.source.strip()}
+
+
+def fault_output(message: str):
+    return new_output("error", ename=FAULT, evalue=message, traceback=[f"{FAULT}: {message}"])
+
+
+class SandboxedExecute(NbGraderPreprocessor):
+    """Run the notebook in the grading sandbox, one fault costing only the cell it hits."""
+
+    cell_timeout = Integer(15, help="Seconds one cell may run before it is stopped.").tag(config=True)
+    time_budget = Integer(75, help="Seconds for the whole notebook, restarts included.").tag(config=True)
+    output_limit = Integer(1_000_000, help="Characters of output one cell may print.").tag(config=True)
+    startup_timeout = Integer(60, help="Seconds for the kernel to start.").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        info = resources.get("nbgrader", {})
+        teaching = teaching_sources(info["assignment"], info["notebook"])
+        to_run = [i for i, c in enumerate(nb.cells)
+                  if c.cell_type == "code" and c.source.strip() and c.source.strip() not in teaching]
+        graded = plan.graded_cases(nb)
+        forbidden = {f for ex, _ in graded.values() for f in ex.forbidden}
+        isolate, _ = isolation()
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+        with Sandbox(forbidden, isolate) as box:
+            for ex, cases in graded.values():
+                box.write_cases(ex.id, encode_cases(ex.id, ex.function, ex.call, cases))
+            faults = self._run(nb, box, to_run)
+        for i, message in faults.items():
+            nb.cells[i].outputs.append(fault_output(message))
+        return nb, resources
+
+    def _run(self, nb, box: Sandbox, to_run: list[int]) -> dict[int, str]:
+        faults: dict[int, str] = {}
+        deadline = monotonic() + self.time_budget
+        while True:
+            try:
+                self._run_once(nb, box, [i for i in to_run if i not in faults], faults, deadline)
+                return faults
+            except _Restart:
+                continue
+
+    def _run_once(self, nb, box, cells, faults, deadline) -> None:
+        km = SandboxKernelManager(kernel_name=KERNEL_NAME, sandbox=box, transport="ipc",
+                                  ip=str(box.comm / "k"),
+                                  connection_file=str(box.comm / "kernel.json"),
+                                  kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(box.kernel_spec_dir())]))
+        client = _Client(nb, km=km, allow_errors=True, shutdown_kernel="immediate",
+                         startup_timeout=self.startup_timeout, output_limit=self.output_limit,
+                         iopub_timeout=5, raise_on_iopub_timeout=False,
+                         resources={"metadata": {"path": str(box.root)}})
+        with client.setup_kernel(cleanup_kc=True, stdout=DEVNULL, stderr=DEVNULL):
+            for n, i in enumerate(cells):
+                left = deadline - monotonic()
+                if left < 1:
+                    for j in cells[n:]:
+                        faults[j] = (f"not run: grading stopped after {self.time_budget} s "
+                                     "(cells above took too long)")
+                    return
+                client.timeout = int(max(1, min(self.cell_timeout, left)))
+                try:
+                    client.execute_cell(nb.cells[i], i)
+                except CellTimeoutError:
+                    faults[i] = (f"stopped: this cell ran longer than {client.timeout} s "
+                                 "(an endless loop?)")
+                except DeadKernelError:
+                    faults[i] = ("stopped: the kernel died while running this cell (os._exit, "
+                                 "exit(), a crash, or the memory limit)")
+                else:
+                    if client.was_cut(i):
+                        nb.cells[i].outputs.append(new_output(
+                            "stream", name="stderr",
+                            text=f"[output cut by the grader after {self.output_limit:,} characters]\n"))
+                    continue
+                raise _Restart()
