@@ -6,7 +6,7 @@ rebuilt cell by cell from the parsed JSON, against the assignment's source:
 
 - unreadable (empty, not JSON, not a notebook, too large) or another assignment's notebook:
   graded as the blank release, with a note naming the problem;
-- any nbformat version nbformat can read is upgraded to 4;
+- nbformat 3 and 4 are read (cells rebuilt as version 4; odd cells dropped);
 - nbgrader metadata is the source's for every grade id the source knows, and dropped from
   cells claiming an unknown id or the wrong cell type; of duplicated ids the last cell keeps
   it (the others stay as plain cells);
@@ -55,37 +55,51 @@ def _parse(path: Path) -> tuple[list | None, str | None]:
     if size > MAX_BYTES:
         return None, f"is {size / 2**20:.0f} MB, more than the {MAX_BYTES >> 20} MB the grader reads"
     try:
-        nb = nbformat.reads(path.read_text(encoding="utf-8", errors="replace"), as_version=4)
-    except Exception as err:  # nbformat raises many kinds for many kinds of bad input
-        reason = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
-        return None, f"is not a notebook nbformat can read ({reason})"
+        nb = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except ValueError as err:
+        return None, f"is not a notebook nbformat can read (not JSON: {str(err)[:120]})"
+    if not isinstance(nb, dict):
+        return None, "is not a notebook nbformat can read (not a JSON object)"
     cells = nb.get("cells")
+    if cells is None and isinstance(nb.get("worksheets"), list):  # nbformat 3
+        cells = [c for w in nb["worksheets"] if isinstance(w, dict) for c in w.get("cells", [])]
     if not isinstance(cells, list):
-        return None, "has no list of cells"
+        return None, "is not a notebook nbformat can read (no list of cells)"
     return cells, None
 
 
 def _rebuild(raw) -> nbformat.NotebookNode | None:
     """A fresh, valid cell with the raw cell's type, source and nbgrader metadata."""
-    if not isinstance(raw, dict) or raw.get("cell_type") not in MAKERS:
+    if not isinstance(raw, dict):
         return None
-    source = raw.get("source", "")
+    kind = "markdown" if raw.get("cell_type") == "heading" else raw.get("cell_type")  # nbformat 3
+    if kind not in MAKERS:
+        return None
+    source = raw.get("source", raw.get("input", ""))
     if isinstance(source, list):
         source = "".join(s for s in source if isinstance(s, str))
     if not isinstance(source, str):
         return None
-    cell = MAKERS[raw["cell_type"]](source)
+    if raw.get("cell_type") == "heading" and isinstance(raw.get("level"), int):
+        source = "#" * raw["level"] + " " + source
+    cell = MAKERS[kind](source)
     meta = raw.get("metadata", {})
     if isinstance(meta, dict) and isinstance(meta.get("nbgrader"), dict):
         cell.metadata["nbgrader"] = json.loads(json.dumps(meta["nbgrader"]))
     return cell
 
 
+def _exercise_cell(cell) -> bool:
+    """A solution or graded cell: its grade id belongs to one assignment (``setup`` does not)."""
+    meta = cell.metadata.get("nbgrader", {})
+    return bool(meta.get("solution") or meta.get("grade"))
+
+
 def _other_assignment(ids: set[str], assignment: str) -> str | None:
     for path in sorted(SOLUTIONS.glob("*/*.ipynb")):
         if path.parent.name == assignment:
             continue
-        theirs = {_grade_id(c) for c in nbformat.read(path, as_version=4).cells} - {None}
+        theirs = {_grade_id(c) for c in nbformat.read(path, as_version=4).cells if _exercise_cell(c)}
         if ids & theirs:
             return f"{path.parent.name}/{path.name}"
     return None
@@ -103,7 +117,8 @@ def prepare(path: Path, assignment: str, notebook_name: str) -> Prepared:
     cells = [c for c in (_rebuild(r) for r in raw_cells) if c is not None]
     wanted = {_grade_id(c): c for c in source.cells if _grade_id(c)}
     claimed = {_grade_id(c) for c in cells} - {None}
-    if claimed and not claimed & wanted.keys():
+    own = {gid for gid, c in wanted.items() if _exercise_cell(c)}
+    if claimed and not claimed & own:
         other = _other_assignment(claimed, assignment)
         if other:
             return _with_notes(blank, [

@@ -71,7 +71,7 @@ def test_a_learner_record_cannot_replace_the_graders(tmp_path):
     assert grade(path).by_id("warmup.softmax").points == 0
 
 
-def test_calling_the_reference_is_refused(tmp_path):
+def test_calling_the_reference_finds_it_absent(tmp_path):
     path = mutant(SOLUTION, "warmup_softmax", SOFTMAX_SUM,
                   "from course_lib.softmax import softmax as ready_made\n    return ready_made(z, axis)",
                   tmp_path)
@@ -99,30 +99,3 @@ def test_stderr_and_one_broken_exercise(tmp_path):
     assert result.by_id("warmup.softmax").points == 2
     jvp = result.by_id("warmup.softmax_jvp")
     assert jvp.points == 0 and any("is not defined" in m for m in jvp.messages)
-
-
-def test_the_reference_bound_where_the_scan_cannot_follow_is_refused(tmp_path):
-    # softmax: the cell with the learner's def raises before the def runs, so the reference
-    # imported above stays live; softmax_jvp: rebound through globals() after the def
-    nb = nbformat.read(SOLUTION, as_version=4)
-    i = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "warmup_softmax")
-    nb.cells.insert(i, new_code_cell("from course_lib.softmax import softmax, softmax_jvp as ready_jvp"))
-    nb.cells[i + 1].source = nb.cells[i + 1].source.replace("def softmax", "1 / 0\ndef softmax", 1)
-    path = tmp_path / SOLUTION.name
-    nbformat.write(nb, path)
-    path = _with_cell_after(path, "warmup_softmax_jvp", 'globals()["softmax_jvp"] = ready_jvp', tmp_path)
-    result = grade(path)
-    softmax, jvp = result.by_id("warmup.softmax"), result.by_id("warmup.softmax_jvp")
-    assert softmax.points == 0 and any("`course_lib.softmax`" in m for m in softmax.messages), softmax
-    assert jvp.points == 0 and any("`globals`" in m for m in jvp.messages), jvp
-
-
-def test_a_deleted_graded_cell_scores_zero_not_a_smaller_maximum(tmp_path):
-    nb = nbformat.read(SOLUTION, as_version=4)
-    nb.cells = [c for c in nb.cells
-                if c.metadata.get("nbgrader", {}).get("grade_id") != "grade_warmup_softmax"]
-    path = tmp_path / SOLUTION.name
-    nbformat.write(nb, path)
-    result = grade(path)
-    assert (result.total, result.max_total) == (2, 4)
-    assert any("missing" in m for m in result.by_id("warmup.softmax").messages)

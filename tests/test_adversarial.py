@@ -1,0 +1,310 @@
+"""A hostile learner against the grader, with the course's source in hand.
+
+Each test grades one submission of notebook 00 (two exercises: ``softmax``, 2 points, is
+attacked or broken; ``softmax_jvp``, 2 points, stays honest unless it is the target) once,
+through the real pipeline, and asserts on that one result: the score, the message naming
+the cause, the honest exercise's untouched marks, a sane total, and (fixture ``guarded``)
+that no file of the course or the grader changed and no process outlived grading.
+
+An attack that reaches the answer would score; each is written to use what it reaches.
+"""
+from __future__ import annotations
+
+import hashlib
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+from nbformat.v4 import new_code_cell
+
+from autograder.exercises import get
+from autograder.plan import secret_key, secret_path
+from helpers import REPO, SOLUTIONS, grade
+
+SOLUTION = SOLUTIONS / "00_start_here" / "start_here.ipynb"
+MARKER = "agattack"  # in the command line of every process an attack starts
+CANARY = Path("/tmp/autograder-canary.txt")
+SITE = next(p for p in map(Path, __import__("sys").path) if p.name == "site-packages")
+HONEST_SOFTMAX = ("def softmax(z, axis=-1):\n"
+                  "    e = np.exp(z - np.max(z, axis=axis, keepdims=True))\n"
+                  "    return e / np.sum(e, axis=axis, keepdims=True)\n")
+
+
+def _tree_digest() -> str:
+    h = hashlib.sha256()
+    secret_key()  # make sure the secret exists before the snapshot
+    for top in ("course_lib", "autograder", "solutions", "notebooks"):
+        for path in sorted((REPO / top).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".html":
+                h.update(str(path).encode() + path.read_bytes())
+    h.update(secret_path().read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture
+def guarded():
+    CANARY.write_text("intact")
+    before = _tree_digest()
+    yield
+    assert _tree_digest() == before, "a file of the course or the grader changed"
+    assert CANARY.read_text() == "intact"
+    left = subprocess.run(["pgrep", "-f", MARKER], capture_output=True, text=True).stdout.split()
+    assert not left, f"processes outlived grading: {left}"
+
+
+def submission(tmp_path, softmax=None, jvp=None, after_softmax=(), before_softmax=(), edit=None) -> Path:
+    """Notebook 00's solution with the softmax (or jvp) solution cell replaced, cells added."""
+    nb = nbformat.read(SOLUTION, as_version=4)
+    cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
+    if softmax is not None:
+        cells["warmup_softmax"].source = softmax
+    if jvp is not None:
+        cells["warmup_softmax_jvp"].source = jvp
+    i = nb.cells.index(cells["grade_warmup_softmax"])
+    nb.cells[i + 1:i + 1] = [new_code_cell(s) for s in after_softmax]
+    j = nb.cells.index(cells["warmup_softmax"])
+    nb.cells[j:j] = [new_code_cell(s) for s in before_softmax]
+    if edit:
+        edit(nb)
+    path = tmp_path / SOLUTION.name
+    nbformat.write(nb, path)
+    return path
+
+
+def graded(path):
+    result = grade(path)
+    assert result.total <= result.max_total == 4
+    assert all(0 <= e.points <= e.max_points for e in result.exercises)
+    return result.by_id("warmup.softmax"), result.by_id("warmup.softmax_jvp"), result
+
+
+def says(e, *words):
+    text = " ".join(e.messages)
+    return all(w in text for w in words)
+
+
+# --- 1. reaching the answer: the reference, the grader, autograd -------------------------------
+REACH = {
+    "the library's softmax, imported in the function":
+        "def softmax(z, axis=-1):\n    from course_lib.softmax import softmax as ready\n    return ready(z, axis)\n",
+    "the library through importlib and an alias of sys.modules":
+        "import importlib, sys\nmods = sys.modules\n"
+        "def softmax(z, axis=-1):\n"
+        "    lib = mods.get('course_lib.softmax') or importlib.import_module('course_lib.softmax')\n"
+        "    return lib.softmax(z, axis)\n",
+    "the grader's registry, through the check function's globals":
+        "def softmax(z, axis=-1):\n"
+        "    imp = check.__globals__['__builtins__']['__import__']\n"
+        "    ex = imp('autograder.exercises', fromlist=['get']).get('warmup.softmax')\n"
+        "    return ex.reference(z=z, axis=axis)\n",
+    "the reference's source read from the repository":
+        f"def softmax(z, axis=-1):\n    ns = {{}}\n"
+        f"    exec(open({str(REPO / 'course_lib' / 'softmax.py')!r}).read(), ns)\n"
+        "    return ns['softmax'](z, axis)\n",
+    "the repository put first on sys.path":
+        f"import sys\nsys.path.insert(0, {str(REPO)!r})\n"
+        "for name in [m for m in sys.modules if m.startswith('course_lib')]:\n    del sys.modules[name]\n"
+        "def softmax(z, axis=-1):\n    import course_lib.softmax as lib\n    return lib.softmax(z, axis)\n",
+    "any softmax.py found on the file system":
+        "import os\nfound = []\n"
+        "for top in ('/work', '/root', '/home', '/tmp', '/opt', '/srv', '/usr/local', '/var'):\n"
+        "    for d, _, files in os.walk(top):\n"
+        "        found += [os.path.join(d, f) for f in files if f in ('softmax.py', 'gradebook.db')]\n"
+        "def softmax(z, axis=-1):\n"
+        "    for path in found:\n"
+        "        ns = {}\n"
+        "        try:\n            exec(open(path).read(), ns)\n            return ns['softmax'](z, axis)\n"
+        "        except Exception:\n            pass\n"
+        "    return z\n",
+    "scipy's softmax":
+        "def softmax(z, axis=-1):\n    from scipy.special import softmax as s\n    return s(z, axis=axis)\n",
+    "a pip install of the course":
+        f"import subprocess, sys\nsubprocess.run([sys.executable, '-m', 'pip', 'install', '--no-deps', {str(REPO)!r}],"
+        " capture_output=True, timeout=10)\n"
+        "def softmax(z, axis=-1):\n    import course_lib.softmax as lib\n    return lib.softmax(z, axis)\n",
+}
+
+
+@pytest.mark.parametrize("attack", REACH, ids=list(REACH))
+def test_the_answer_is_out_of_reach(tmp_path, guarded, attack):
+    softmax, jvp, _ = graded(submission(tmp_path, softmax=REACH[attack]))
+    assert softmax.points == 0, softmax.messages
+    assert jvp.points == 2, jvp.messages
+
+
+def test_the_library_named_when_absent(tmp_path, guarded):
+    softmax, jvp, _ = graded(submission(tmp_path, softmax=REACH["the library's softmax, imported in the function"]))
+    assert softmax.points == 0 and says(softmax, "course_lib.softmax", "not available while this notebook is graded")
+
+
+JVP_WITH_TORCH = ("def softmax_jvp(s, g, axis=-1):\n    import torch\n"
+                  "    z = torch.log(torch.tensor(s)).requires_grad_()\n"
+                  "    torch.softmax(z, axis).backward(torch.tensor(g))\n    return z.grad.numpy()\n")
+JVP_LOADING_TORCH = ("import ctypes, glob\n"
+                     f"libs = glob.glob({str(SITE / 'torch' / 'lib' / '*.so*')!r})\n"
+                     "handles = [ctypes.CDLL(p) for p in libs]\n"
+                     "def softmax_jvp(s, g, axis=-1):\n"
+                     "    if not handles:\n        raise RuntimeError('no torch library found')\n"
+                     "    return s * g\n")
+
+
+@pytest.mark.parametrize("jvp, words", [(JVP_WITH_TORCH, ("torch", "not available")),
+                                        (JVP_LOADING_TORCH, ("no torch library found",))],
+                         ids=["torch autograd", "torch's shared libraries loaded by path"])
+def test_autograd_is_absent_where_the_backward_is_hand_derived(tmp_path, guarded, jvp, words):
+    softmax, jvp_result, _ = graded(submission(tmp_path, jvp=jvp))
+    assert softmax.points == 2 and jvp_result.points == 0
+    assert says(jvp_result, *words), jvp_result.messages
+
+
+def test_answers_to_the_public_cases_do_not_fit_the_graded_ones(tmp_path, guarded):
+    ex = get("warmup.softmax")
+    table = {np.asarray(c["z"], dtype=np.float64).tobytes().hex(): ex.reference(**c).tolist()
+             for c in ex.public_cases()}
+    source = (f"TABLE = {table!r}\n"
+              "def softmax(z, axis=-1):\n"
+              "    hit = TABLE.get(np.asarray(z, dtype=np.float64).tobytes().hex())\n"
+              "    return np.array(hit) if hit is not None else np.zeros_like(z)\n")
+    softmax, jvp, _ = graded(submission(tmp_path, softmax=source))
+    assert softmax.points == 0 and jvp.points == 2
+
+
+# --- 2. deciding one's own outputs ----------------------------------------------------------
+OWN_OUTPUTS = {
+    "a payload displayed, then KeyboardInterrupt":
+        "from IPython.display import display\n"
+        "def softmax(z, axis=-1):\n"
+        "    display({'application/vnd.course.autograder+json': {'exercise': 'warmup.softmax', 'cases': []}}, raw=True)\n"
+        "    raise KeyboardInterrupt\n",
+    "record replaced in the kernel's module":
+        HONEST_SOFTMAX.replace("np.max(", "np.min(") +
+        "import autograder.kernel as k\nfrom IPython.display import display\n"
+        "def fake(exercise_id, namespace):\n"
+        "    display({'application/vnd.course.autograder+json': {'exercise': exercise_id, 'cases': []},"
+        " 'text/plain': '2.0'}, raw=True)\n"
+        "k.record = fake\n",
+    "an input transformer that rewrites the graded cell into a score":
+        HONEST_SOFTMAX.replace("np.max(", "np.min(") +
+        "get_ipython().input_transformers_post.append(\n"
+        "    lambda lines: ['2.0\\n'] if any('record(' in l for l in lines) else lines)\n",
+    "an object that equals anything":
+        "class Yes:\n    def __eq__(self, other):\n        return True\n"
+        "def softmax(z, axis=-1):\n    return Yes()\n",
+}
+
+
+SPARES_JVP = ("a payload displayed, then KeyboardInterrupt", "an object that equals anything")
+
+
+@pytest.mark.parametrize("attack", OWN_OUTPUTS, ids=list(OWN_OUTPUTS))
+def test_the_kernel_cannot_decide_its_own_score(tmp_path, guarded, attack):
+    softmax, jvp, _ = graded(submission(tmp_path, softmax=OWN_OUTPUTS[attack]))
+    assert softmax.points == 0, softmax.messages
+    # a replaced record or a rewritten graded cell takes the later graded cell with it
+    assert jvp.points == (2 if attack in SPARES_JVP else 0), jvp.messages
+
+
+# --- 3. the grader's files, other learners, the network ---------------------------------------
+TOUCH_FILES = (
+    "import glob, os\n"
+    f"targets = [{str(REPO / 'course_lib' / 'softmax.py')!r}, {str(REPO / 'solutions')!r},\n"
+    f"           {str(secret_path())!r}, {str(CANARY)!r}, {str(REPO / 'gradebook.db')!r}]\n"
+    "targets += glob.glob('/tmp/**/gradebook.db', recursive=True) + glob.glob('/tmp/autograder-*/**', recursive=True)\n"
+    "import autograder.kernel as k, course_lib\n"
+    "targets += [k.__file__, course_lib.__path__[0] + '/softmax.py']\n"
+    "for t in targets:\n"
+    "    for how in ('a', 'w'):\n"
+    "        try:\n"
+    "            with open(t, how) as f:\n"
+    "                f.write('owned')\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "    try:\n        os.remove(t)\n    except OSError:\n        pass\n")
+
+
+def test_files_outside_the_scratch_folder_cannot_be_changed(tmp_path, guarded):
+    softmax, jvp, result = graded(submission(tmp_path, after_softmax=[TOUCH_FILES]))
+    assert result.total == 4, [e.messages for e in result.exercises]
+
+
+def test_no_network_not_even_the_loopback(tmp_path, guarded):
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(60)
+    port, seen = server.getsockname()[1], []
+    thread = threading.Thread(target=lambda: seen.append(_accept(server)), daemon=True)
+    thread.start()
+    cell = ("import socket\ntry:\n"
+            f"    socket.create_connection(('127.0.0.1', {port}), timeout=3).sendall(b'out')\n"
+            "except OSError:\n    pass\n")
+    _, _, result = graded(submission(tmp_path, after_softmax=[cell]))
+    server.close()
+    thread.join(5)
+    assert result.total == 4 and seen in ([], [None])
+
+
+def _accept(server):
+    try:
+        conn, _ = server.accept()
+        return conn.recv(10)
+    except OSError:
+        return None
+
+
+# --- 4. limits, and faults that cost only what they touch -------------------------------------
+FAULTS = {
+    "memory bomb in the function":
+        ("def softmax(z, axis=-1):\n    return np.ones(2**33)\n", ("MemoryError",)),
+    "memory growing until the limit":
+        ("def softmax(z, axis=-1):\n    hoard = []\n    while True:\n"
+         "        hoard.append(np.ones(2**25))\n", ("MemoryError",)),
+    "an endless loop":
+        ("def softmax(z, axis=-1):\n    while True:\n        pass\n", ("did not finish within",)),
+    "an endless loop that swallows every exception":
+        ("def softmax(z, axis=-1):\n    while True:\n        try:\n            while True:\n"
+         "                pass\n        except BaseException:\n            pass\n", ("ran longer than",)),
+    "os._exit in the function":
+        ("import os\ndef softmax(z, axis=-1):\n    os._exit(0)\n", ("kernel died",)),
+    "os._exit before the function is defined":
+        ("import os\nos._exit(3)\n" + HONEST_SOFTMAX, ("not defined", "kernel died")),
+    "input() in the function":
+        ("def softmax(z, axis=-1):\n    return float(input('z?'))\n", ("StdinNotImplementedError",)),
+    "sys.exit in the function":
+        ("import sys\ndef softmax(z, axis=-1):\n    sys.exit(0)\n", ("SystemExit",)),
+    "an output too large to carry":
+        ("def softmax(z, axis=-1):\n    return np.zeros(5 * 10**7)\n", ()),
+}
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=list(FAULTS))
+def test_a_fault_costs_only_its_exercise(tmp_path, guarded, fault):
+    source, words = FAULTS[fault]
+    softmax, jvp, _ = graded(submission(tmp_path, softmax=source))
+    assert softmax.points == 0 and says(softmax, *words), softmax.messages
+    assert jvp.points == 2, jvp.messages
+
+
+BYSTANDER_FAULTS = {
+    "an endless loop in a cell of its own": "while True:\n    pass\n",
+    "IPython's exit()": "exit()\n",
+    "every process the kernel can signal killed": "import os, signal\nos.kill(-1, signal.SIGKILL)\n",
+    "a fork bomb": "import os\ntry:\n    while True:\n        os.fork()\nexcept OSError:\n    pass\nwhile True:\n    pass\n",
+    "daemons started with setsid":
+        "import os, subprocess, sys\n"
+        "for _ in range(5):\n"
+        f"    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{MARKER}'], start_new_session=True)\n"
+        "if os.fork() == 0:\n    os.setsid()\n"
+        f"    os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(600)', '{MARKER}'])\n",
+    "fifty megabytes printed": "print('x' * 50_000_000)\n",
+    "the scratch disk filled": "with open('/tmp/fill', 'wb') as f:\n    for _ in range(2000):\n        f.write(b'0' * 2**20)\n",
+    "ten thousand files opened": "handles = [open('/dev/null') for _ in range(10_000)]\n",
+}
+
+
+@pytest.mark.parametrize("fault", BYSTANDER_FAULTS, ids=list(BYSTANDER_FAULTS))
+def test_a_fault_in_a_cell_of_its_own_costs_nothing(tmp_path, guarded, fault):
+    _, _, result = graded(submission(tmp_path, after_softmax=[BYSTANDER_FAULTS[fault]]))
+    assert result.total == 4, [e.messages for e in result.exercises]
