@@ -50,7 +50,8 @@ MUTANTS = {  # name: [(grade_id, old, new, exercise id, words the feedback must 
     ],
     "library call, log base, h_t, gates": [
         ("lm_count_ngrams", "counts = np.zeros((vocab_size,) * n, dtype=np.int64)",
-         "return ngram.count_ngrams(idx, n, vocab_size)", "lm.count_ngrams", "course_lib.ngram"),
+         "from course_lib import ngram\n    return ngram.count_ngrams(idx, n, vocab_size)", "lm.count_ngrams",
+         "course_lib.ngram is not available"),
         ("lm_perplexity", "p = probs[np.arange(len(targets)), targets]", "p = probs.max(axis=1)",
          "lm.perplexity", "likeliest token instead of the target"),
         ("lm_rnn_backward", "dWhh += h_prev.T @ da", "dWhh += h[:, t].T @ da", "lm.rnn_backward",

@@ -58,8 +58,8 @@ def test_tricks_in_the_kernel_do_not_raise_the_score(tmp_path):
                   "    return Yes()", tmp_path, base=path)
     result = grade(path)
     softmax, jvp = result.by_id("warmup.softmax"), result.by_id("warmup.softmax_jvp")
-    # the wrong softmax is right only on the one-element case, patched numpy or not
-    assert softmax.points == round(2 / 10, 3) and any("not normalised" in m for m in softmax.messages)
+    # the wrong softmax is right only where its sums happen to be 1, patched numpy or not
+    assert softmax.points < 1 and any("not normalised" in m for m in softmax.messages)
     assert jvp.points == 0 and any("expected numbers" in m for m in jvp.messages)
 
 
