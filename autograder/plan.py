@@ -39,13 +39,16 @@ def secret_key() -> bytes:
     path = secret_path()
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        draft = path.with_name(f".{path.name}.{os.getpid()}")
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(os.urandom(32).hex().encode())
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # another grading process made it first
+            os.link(draft, path)  # whole or not at all; another grader may have won the race
+        except FileExistsError:
             pass
-        else:
-            with os.fdopen(fd, "wb") as f:
-                f.write(os.urandom(32).hex().encode())
+        finally:
+            draft.unlink()
     key = path.read_bytes().strip()
     if len(key) < 32:
         raise RuntimeError(f"the grader's secret {path} is too short; delete it to make a new one")
