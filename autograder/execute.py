@@ -114,7 +114,7 @@ class SandboxedExecute(NbGraderPreprocessor):
                 cell.outputs, cell.execution_count = [], None
         with Sandbox(forbidden, isolate) as box:
             for ex, cases in graded.values():
-                box.write_cases(ex.id, encode_cases(ex.id, ex.function, ex.call, cases))
+                box.write_cases(ex.id, encode_cases(ex.id, ex.function, ex.call, cases, ex.signature))
             faults = self._run(nb, box, to_run)
         for i, message in faults.items():
             nb.cells[i].outputs.append(fault_output(message))

@@ -66,6 +66,14 @@ class Exercise:
     forbidden: modules that compute the answer, e.g. ("course_lib.attention", "torch"):
                absent from the grading sandbox of every notebook holding this exercise
                (``sandbox``), and named by the check cell when the learner's code uses them.
+    features:  ``features(case) -> [str]``: what a case exercises beyond ``features.generic``
+               ("T_q ≠ T_k", "batch axes"); feedback on hidden cases names these, and every
+               feature of a hidden case must appear in a public case (a test checks).
+    dims:      ``dims(case) -> {"d_k": 4, "T": 5}``: named sizes, so that feedback can say
+               "off by a factor sqrt(d_k)" (``diagnose``).
+    held_constant: for a backward pass, ``{"the mean": fn}`` where ``fn(**case)`` returns the
+               gradients with that quantity of the forward held constant; feedback names the
+               missing term when the learner's gradients match one.
     """
 
     id: str
@@ -81,6 +89,9 @@ class Exercise:
     call: str | None = None
     output_names: Sequence[str] = field(default=())  # e.g. ("out", "A"), for messages
     helpers: Sequence[str] = ()  # other learner functions ``call`` runs
+    features: Callable[[Case], Sequence[str]] | None = None
+    dims: Callable[[Case], dict] | None = None
+    held_constant: dict = field(default_factory=dict)
 
     def _rng(self, label: str, key: bytes | None) -> np.random.Generator:
         message = f"{self.id}/{label}".encode()
@@ -97,6 +108,11 @@ class Exercise:
             raise ValueError("graded cases need a non-empty key")
         return list(self.cases(self._rng("public", key), False)) + \
             list(self.cases(self._rng("hidden", key), True))
+
+    def describe(self, case: Case) -> list[str]:
+        """What ``case`` exercises, in words (``autograder.features``)."""
+        from autograder.features import generic
+        return generic(case) + list(self.features(case) if self.features else ())
 
     def name_of(self, i: int) -> str:
         return self.output_names[i] if i < len(self.output_names) else f"output {i}"

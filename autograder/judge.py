@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from autograder.diagnose import diagnose
 from autograder.exercise import Exercise
+from autograder.features import describe
+from autograder.hints import returned_tuple_hint
 from autograder.transport import NOT_IMPLEMENTED, as_outputs
 
 
@@ -48,21 +51,29 @@ def _safe_outputs(fn, case) -> tuple | None:
         return None
 
 
-def describe_difference(ex: Exercise, got: tuple, want: tuple) -> str:
-    """One line saying how ``got`` differs from ``want``: count, shape, NaN or largest error."""
+def describe_difference(ex: Exercise, got: tuple, want: tuple, reveal: bool = True) -> str:
+    """How ``got`` differs from ``want``: count, shape, NaN or largest error.
+
+    ``reveal`` False (a hidden case): no index, no expected or returned number.
+    """
     if len(got) != len(want):
-        return f"returned {len(got)} value(s), expected {len(want)} ({', '.join(ex.output_names) or 'see the signature'})"
+        hint = returned_tuple_hint(len(got), len(want))
+        return (f"returned {len(got)} value(s), expected {len(want)} "
+                f"({', '.join(ex.output_names) or 'see the signature'})" + (f". {hint}" if hint else ""))
     for i, (g, w) in enumerate(zip(got, want)):
         name = ex.name_of(i)
         if g.shape != w.shape:
             return f"`{name}` has shape {g.shape}, expected {w.shape}"
         if not np.all(np.isfinite(g)) and np.all(np.isfinite(w)):
             where = tuple(int(j) for j in np.argwhere(~np.isfinite(g))[0])
-            return f"`{name}` contains NaN or inf (first at index {where}) where the reference is finite"
+            return f"`{name}` contains NaN or inf" + (f" (first at index {where})" if reveal else "") \
+                + " where the reference is finite"
         if not np.allclose(g, w, rtol=ex.rtol, atol=ex.atol):
             err = np.abs(g.astype(np.float64) - w.astype(np.float64))
             j = np.unravel_index(int(np.argmax(err)), err.shape) if err.ndim else ()
             j = tuple(int(k) for k in j)
+            if not reveal:
+                return f"`{name}` differs (largest error {err[j]:.2g})"
             return (f"`{name}` differs: max abs error {err[j]:.3g} at index {j}, "
                     f"expected {w[j]:.6g}, got {g[j]:.6g}")
     return "matches"
@@ -77,25 +88,31 @@ def helper_note(ex: Exercise, failing: set[str]) -> str | None:
             "match the reference yet: fix that first, and this one may pass too.")
 
 
-def judge(ex: Exercise, cases: list, results: list) -> Verdict:
-    """Score the recorded ``results`` on ``cases`` (per case: tuple of arrays, or an error string)."""
+def judge(ex: Exercise, cases: list, results: list, public: bool = False) -> Verdict:
+    """Score the recorded ``results`` on ``cases`` (per case: tuple of arrays, or an error string).
+
+    ``public``: the cases are the check cell's, which the learner may look at (``show_case``);
+    otherwise feedback names what a failing case exercises, never its numbers.
+    """
     verdict = Verdict(ex.id, 0.0, float(ex.points), 0, len(cases))
     if len(results) != len(cases):
         verdict.messages.append(f"Recorded {len(results)} results for {len(cases)} cases; "
                                 "run the graded cell unchanged.")
         return verdict
 
-    failing, first_problem, errors = [], None, []
+    failing, passing, first_problem, errors = [], [], None, []
     for i, (case, got) in enumerate(zip(cases, results)):
         want = as_outputs(ex.reference(**case))
+        label = f"{'case' if public else 'hidden case'} {i + 1} ({describe(ex.describe(case))})"
         if isinstance(got, str):
-            errors.append(got)
+            errors.append(got if got == NOT_IMPLEMENTED else f"{label}: {got}")
             continue
         if _close(ex, got, want):
             verdict.passed += 1
+            passing.append(case)
         else:
             failing.append((case, got, want))
-            first_problem = first_problem or f"case {i + 1}: {describe_difference(ex, got, want)}"
+            first_problem = first_problem or f"{label}: {describe_difference(ex, got, want, public)}"
 
     verdict.points = round(ex.points * verdict.passed / len(cases), 3)
     if verdict.passed == len(cases):
@@ -107,12 +124,23 @@ def judge(ex: Exercise, cases: list, results: list) -> Verdict:
     mistake = identify_mistake(ex, failing)
     if mistake is not None:
         verdict.messages.append(mistake.message())
+    elif failing:
+        verdict.messages += diagnose(ex, failing, passing)
+    if errors:
+        verdict.messages.append(f"{len(errors)} case(s) raised an error, e.g. {errors[0]}")
     verdict.messages.append(f"{verdict.passed} of {len(cases)} cases match the reference.")
     if first_problem:
         verdict.messages.append("First difference, " + first_problem + ".")
-    if errors:
-        verdict.messages.append(f"{len(errors)} case(s) raised an error, e.g. {errors[0]}")
     return verdict
+
+
+def _detects(mistake, case, got, want) -> bool:
+    """A detector's answer; False when it does not apply (it may assume the right shapes)."""
+    try:
+        with np.errstate(all="ignore"):
+            return bool(mistake.detect(case, got, want))
+    except Exception:
+        return False
 
 
 def identify_mistake(ex: Exercise, failing: list):
@@ -123,7 +151,7 @@ def identify_mistake(ex: Exercise, failing: list):
         explained = 0
         for case, got, want in failing:
             if mistake.detect is not None:
-                ok = bool(mistake.detect(case, got, want))
+                ok = _detects(mistake, case, got, want)
             else:
                 wrong = _safe_outputs(mistake.wrong, case)
                 ok = wrong is not None and _close(ex, got, wrong, equal_nan=True)

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from autograder.calls import run
+from autograder.hints import describe_error
 from autograder.transport import MIME, NOT_IMPLEMENTED, as_outputs, decode_cases, encode_results
 
 CASES_ENV = "AUTOGRADER_CASES"
@@ -59,7 +60,7 @@ def _time_limit(seconds: float):
 
 
 def run_cases(namespace: dict, function: str, call: str | None, cases: list,
-              budget: float | None = None) -> list:
+              budget: float | None = None, signature: str | None = None) -> list:
     """Per case: the learner's outputs as a tuple of arrays, or the error as text."""
     results, left = [], budget
     for case in cases:
@@ -75,7 +76,7 @@ def run_cases(namespace: dict, function: str, call: str | None, cases: list,
             results.append(f"did not finish within {limit:.0f} s (an endless loop?)")
         except BaseException as err:  # any learner error (sys.exit() too) is a result, not a crash
             stub = type(err) is NotImplementedError  # the release's `raise NotImplementedError()`
-            results.append(NOT_IMPLEMENTED if stub else f"{type(err).__name__}: {err}")
+            results.append(NOT_IMPLEMENTED if stub else describe_error(err, function, signature))
         if left is not None:
             left -= time.monotonic() - start
     return results
@@ -95,7 +96,7 @@ def record(exercise_id: str, namespace: dict) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             results = run_cases(namespace, spec["function"], spec["call"], decode_cases(spec),
-                                budget=EXERCISE_SECONDS)
+                                budget=EXERCISE_SECONDS, signature=spec.get("signature"))
         payload = encode_results(exercise_id, results)
         summary = f"Recorded {len(results)} cases of {exercise_id} for the grader."
     except Exception as err:  # the kernel side's own failure must still not stop the notebook
@@ -104,22 +105,26 @@ def record(exercise_id: str, namespace: dict) -> None:
     display({MIME: payload, "text/plain": summary}, raw=True)
 
 
-def check(exercise_id: str, namespace: dict) -> bool | None:
-    """Run the public cases of an exercise and print a success line or a diagnosis."""
+def check(exercise_id: str, namespace: dict) -> None:
+    """Run the public cases of an exercise and print a success line or a diagnosis.
+
+    Returns nothing, so that the cell shows the message alone.
+    """
     if grading_folder() is not None:
         print("Check cells do nothing while the notebook is graded.")
-        return None
+        return
     from autograder.exercises import get
     from autograder.judge import judge
 
     ex = get(exercise_id)
     cases = ex.public_cases()
-    verdict = judge(ex, cases, run_cases(namespace, ex.function, ex.call, cases))
+    verdict = judge(ex, cases, run_cases(namespace, ex.function, ex.call, cases,
+                                             signature=ex.signature), public=True)
     advice = _unavailable_while_graded(ex, namespace)
     if verdict.passed == verdict.total and not advice:
         print(f"\u2714 {ex.function}: all {verdict.total} public cases match. "
               "Hidden cases are checked when you submit.")
-        return True
+        return
     lines = list(verdict.messages) if verdict.passed < verdict.total else []
     failing = {h for h in ex.helpers if not _passes_public_cases(h, exercise_id, namespace)}
     if failing:
@@ -127,8 +132,38 @@ def check(exercise_id: str, namespace: dict) -> bool | None:
         lines.append(helper_note(ex, failing))
     lines += advice
     mark = "\u2718" if verdict.passed < verdict.total or advice else "\u2714"
-    print(f"{mark} {ex.function}: " + "\n  ".join(line for line in lines if line))
-    return False
+    print(f"{mark} {ex.function}: " + "\n  ".join(line for line in lines if line)
+          + f"\n  To look at a failing case: show_case({exercise_id!r}, <case number>).")
+
+
+def show_case(exercise_id: str, number: int) -> dict | None:
+    """Print public case ``number`` (1-based, as the check cell counts) of an exercise: its
+    inputs, what it exercises and the expected outputs. Returns the inputs as a dict of
+    keyword arguments, so you can call your function on them: ``f(**show_case(...))``.
+    """
+    if grading_folder() is not None:
+        print("show_case does nothing while the notebook is graded.")
+        return None
+    import numpy as np
+    from autograder.exercises import get
+    from autograder.features import describe
+
+    ex = get(exercise_id)
+    cases = ex.public_cases()
+    if not 1 <= number <= len(cases):
+        print(f"{exercise_id} has public cases 1 to {len(cases)}.")
+        return None
+    case = copy.deepcopy(cases[number - 1])
+    want = as_outputs(ex.reference(**copy.deepcopy(case)))
+    with np.printoptions(precision=4, suppress=True, threshold=200, edgeitems=3):
+        print(f"{exercise_id}, public case {number} of {len(cases)} ({describe(ex.describe(case))})")
+        print(f"call: {ex.signature}")
+        for name, value in case.items():
+            shape = f" shape {value.shape} {value.dtype}" if isinstance(value, np.ndarray) else ""
+            print(f"\n{name}{shape}:\n{value!r}")
+        for i, value in enumerate(want):
+            print(f"\nexpected {ex.name_of(i)} shape {value.shape}:\n{value!r}")
+    return case
 
 
 def _passes_public_cases(function: str, exercise_id: str, namespace: dict) -> bool:
@@ -140,7 +175,8 @@ def _passes_public_cases(function: str, exercise_id: str, namespace: dict) -> bo
     if ex is None:
         return True
     cases = ex.public_cases()
-    verdict = judge(ex, cases, run_cases(namespace, ex.function, ex.call, cases))
+    verdict = judge(ex, cases, run_cases(namespace, ex.function, ex.call, cases,
+                                             signature=ex.signature), public=True)
     return verdict.passed == verdict.total
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 COURSE_LIB = Path(__file__).resolve().parent.parent / "course_lib"
 AUTOGRADER = Path(__file__).resolve().parent
-KERNEL_MODULES = ("__init__.py", "kernel.py", "calls.py", "transport.py")
+KERNEL_MODULES = ("__init__.py", "kernel.py", "calls.py", "transport.py", "hints.py")
 # A forbidden top-level package brings down its family: every autodiff package goes with torch.
 HIDE_WITH = {"torch": ("torch", "functorch", "torchgen", "sympy", "jax", "jaxlib", "autograd",
                        "tensorflow")}

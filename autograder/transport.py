@@ -88,9 +88,10 @@ def decode_value(d):
     return {k: decode_value(x) for k, x in d["dict"].items()}
 
 
-def encode_cases(exercise_id: str, function: str, call: str | None, cases: list) -> dict:
+def encode_cases(exercise_id: str, function: str, call: str | None, cases: list,
+                 signature: str | None = None) -> dict:
     """What the kernel needs to run one exercise: whom to call, how, and on what."""
-    return {"exercise": exercise_id, "function": function, "call": call,
+    return {"exercise": exercise_id, "function": function, "call": call, "signature": signature,
             "cases": [encode_value(c) for c in cases]}
 
 

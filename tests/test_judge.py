@@ -38,7 +38,14 @@ def test_partial_credit_and_location_of_the_first_difference():
     results[3] = (results[3][0] + np.eye(3, 4),)
     v = judge(EX, CASES, results)
     assert v.points == round(3 * 4 / 5, 3)
-    assert "case 4" in " ".join(v.messages) and "index (0, 0)" in " ".join(v.messages)
+    text = " ".join(v.messages)
+    assert "hidden case 4 (plain inputs)" in text and "largest error 1" in text
+    assert "index" not in text and "expected" not in text  # a hidden case's numbers stay hidden
+    public = EX.public_cases()
+    results = [as_outputs(2 * c["x"]) for c in public]
+    results[1] = (results[1][0] + np.eye(3, 4),)
+    assert "case 2 (plain inputs): `y` differs: max abs error 1 at index (" in \
+        " ".join(judge(EX, public, results, public=True).messages)
 
 
 def test_wrong_shape_and_errors_are_reported():
@@ -100,3 +107,34 @@ def test_the_check_cell_names_a_failing_helper(capsys):
     assert not check("layernorm.pre_ln", dict(locals()))
     out = capsys.readouterr().out
     assert "runs your `layernorm_forward`" in out and "ffn_forward" not in out.split("runs your")[1]
+
+
+def test_check_cells_return_nothing_and_translate_exceptions(capsys):
+    from autograder.kernel import check
+
+    import linecache
+
+    source = ("def attention_forward(Q, K, V, mask=None):\n"
+              "    S = Q @ K.T / np.sqrt(Q.shape[-1])\n"
+              "    A = np.exp(S - S.max(-1, keepdims=True))\n"
+              "    A = A / A.sum(-1, keepdims=True)\n"
+              "    return A @ V, A\n")
+    cell = "/tmp/ipykernel_1/2.py"  # how ipykernel names a cell, so hints can quote its lines
+    linecache.cache[cell] = (len(source), None, source.splitlines(True), cell)
+    namespace = {"__name__": "__main__", "np": np}
+    exec(compile(source, cell, "exec"), namespace)
+    assert check("attention.forward", namespace) is None  # no stray True/False under the message
+    out = capsys.readouterr().out
+    assert "swapaxes" in out and "show_case('attention.forward'" in out and "Traceback" not in out
+
+
+def test_show_case_prints_a_public_case_and_returns_its_inputs(capsys):
+    from autograder.kernel import show_case
+    from autograder.exercises import get
+
+    case = show_case("attention.forward", 3)
+    out = capsys.readouterr().out
+    assert "public case 3 of" in out and "a padding mask" in out and "expected out" in out
+    public = get("attention.forward").public_cases()[2]
+    assert all(np.array_equal(case[k], public[k]) for k in ("Q", "K", "V", "mask"))
+    assert show_case("attention.forward", 99) is None and "public cases 1 to" in capsys.readouterr().out

@@ -10,6 +10,8 @@ import numpy as np
 
 from autograder.calls import test_function
 from autograder.exercise import Exercise, Mistake
+from autograder.features import shape_features
+from autograder.held import holding
 from course_lib import attention as ref
 from course_lib.attention import causal_mask, masked_scores, merge_heads, split_heads
 from course_lib.softmax import softmax, softmax_jvp
@@ -39,6 +41,23 @@ def _swapT(x):
     return np.swapaxes(x, -1, -2)
 
 
+def _qkv_dims(c):
+    return {"d_k": c["Q"].shape[-1], "T_q": c["Q"].shape[-2], "T_k": c["K"].shape[-2],
+            "d_v": c["V"].shape[-1]}
+
+
+QKV_FEATURES = shape_features(**{
+    "T_q ≠ T_k": lambda c: c["Q"].shape[-2] != c["K"].shape[-2],
+    "d_k ≠ d_v": lambda c: c["Q"].shape[-1] != c["V"].shape[-1],
+    "batch axes": lambda c: c["Q"].ndim > 2,
+    "two batch axes": lambda c: c["Q"].ndim > 3,
+    "a single query and key (T = 1)": lambda c: c["Q"].shape[-2] == c["K"].shape[-2] == 1,
+    "large scores (|Q K^T| / sqrt(d_k) above 30)": lambda c: np.abs(
+        c["Q"] @ _swapT(c["K"])).max() / np.sqrt(c["Q"].shape[-1]) > 30,
+    "masked (zero) attention weights": lambda c: "A" in c and not c["A"].all(),
+})
+
+
 # ----------------------------------------------------------------------------- forward
 def _forward_cases(rng, hidden):
     if not hidden:
@@ -46,6 +65,8 @@ def _forward_cases(rng, hidden):
             _attention_case(rng, (), 4, 4, 3, 2),
             _attention_case(rng, (), 3, 5, 4, 4, mask=_random_mask(rng, 3, 5)),
             _attention_case(rng, (2,), 3, 3, 4, 2, mask=ref.padding_mask([3, 0], 3)),
+            _attention_case(rng, (2, 2), 4, 4, 8, 8, mask=causal_mask(4), scale=10.0),
+            _attention_case(rng, (), 1, 1, 1, 1),
         ]
     return [
         _attention_case(rng, (2, 3), 5, 5, 8, 8, mask=causal_mask(5)),
@@ -98,6 +119,11 @@ def _mask_after_softmax(Q, K, V, mask=None):
     return A @ V, A
 
 
+def _mask_multiplied(Q, K, V, mask=None):
+    S = _scores(Q, K, np.sqrt(Q.shape[-1]))
+    return _attend(S if mask is None else S * mask, V)
+
+
 def _nan_when_fully_masked(Q, K, V, mask=None):
     out, A = _forward_reference(Q, K, V, mask)
     if mask is not None:
@@ -128,6 +154,8 @@ FORWARD = Exercise(
     points=3,
     output_names=("out", "A"),
     forbidden=FORBIDDEN,
+    features=QKV_FEATURES,
+    dims=_qkv_dims,
     mistakes=(
         Mistake("softmax over the wrong axis",
                 "the weights sum to 1 over the queries instead of over the keys; "
@@ -143,6 +171,10 @@ FORWARD = Exercise(
         Mistake("mask polarity inverted",
                 "True in the mask means 'may attend': keep those scores and set the "
                 "others to -inf.", _mask_inverted),
+        Mistake("mask applied by multiplying the scores",
+                "S * mask turns a masked score into 0, and exp(0) = 1 still gives that key "
+                "weight; set masked scores to -inf (np.where(mask, S, -np.inf)) instead.",
+                _mask_multiplied),
         Mistake("mask applied after softmax",
                 "zeroing weights after the softmax leaves rows that no longer sum to 1; "
                 "set masked scores to -inf before the softmax instead.", _mask_after_softmax),
@@ -162,7 +194,7 @@ FORWARD = Exercise(
 
 # ----------------------------------------------------------------------------- masks
 def _causal_cases(rng, hidden):
-    return [{"T": T} for T in ((1, 2, 8, 13) if hidden else (3, 5))]
+    return [{"T": T} for T in ((1, 2, 8, 13) if hidden else (3, 5, 1))]
 
 
 def _tril(k):
@@ -179,6 +211,7 @@ CAUSAL_MASK = Exercise(
     function="causal_mask",
     signature="causal_mask(T) -> mask (T, T) of bool",
     cases=_causal_cases,
+    features=shape_features(**{"T = 1": lambda c: c["T"] == 1}),
     reference=lambda T: causal_mask(T),
     points=1,
     output_names=("mask",),
@@ -206,7 +239,8 @@ CAUSAL_MASK = Exercise(
 def _padding_cases(rng, hidden):
     if not hidden:
         return [{"lengths": np.array([3, 1]), "T": 4},
-                {"lengths": np.array([2, 5, 0]), "T": 5}]
+                {"lengths": np.array([2, 5, 0]), "T": 5},
+                {"lengths": np.array([1]), "T": 2}]
     return [{"lengths": np.array([1]), "T": 1},
             {"lengths": np.array([0, 0]), "T": 3},
             {"lengths": rng.integers(0, 7, size=4), "T": 6},
@@ -226,6 +260,10 @@ PADDING_MASK = Exercise(
     function="padding_mask",
     signature="padding_mask(lengths, T) -> mask (B, 1, T) of bool",
     cases=_padding_cases,
+    features=shape_features(**{
+        "a sequence of length 0": lambda c: (np.asarray(c["lengths"]) == 0).any(),
+        "a sequence of full length T": lambda c: (np.asarray(c["lengths"]) >= c["T"]).any(),
+        "a single sequence (B = 1)": lambda c: len(c["lengths"]) == 1}),
     reference=lambda lengths, T: ref.padding_mask(lengths, T),
     points=1,
     output_names=("mask",),
@@ -249,8 +287,8 @@ PADDING_MASK = Exercise(
 
 # ----------------------------------------------------------------------------- gradient check
 def _gradcheck_cases(rng, hidden):
-    shapes = [(1,), (4, 5), (2, 2, 3)] if hidden else [(3,), (2, 3)]
-    cs = [10.0, 3.0, 7.0] if hidden else [10.0, 5.0]
+    shapes = [(1,), (4, 5), (2, 2, 3)] if hidden else [(3,), (2, 3), (1, 2, 2), (1,)]
+    cs = [10.0, 3.0, 7.0] if hidden else [10.0, 5.0, 2.0, 4.0]
     return [{"x": _randn(rng, *s), "w": _randn(rng, *s), "c": c} for s, c in zip(shapes, cs)]
 
 
@@ -300,6 +338,8 @@ NUMERICAL_GRADIENT = Exercise(
     signature="numerical_gradient(f, x, eps=1e-6) -> grad (shape of x)",
     cases=_gradcheck_cases,
     reference=_gradcheck_reference,
+    features=shape_features(**{"a single entry": lambda c: c["x"].size == 1,
+                               "a 3-D x": lambda c: c["x"].ndim == 3}),
     call="numerical_gradient",  # f is calls.test_function; x must be left as it was
     points=2,
     rtol=1e-6,
@@ -330,7 +370,9 @@ def _backward_case(rng, lead, T_q, T_k, d_k, d_v, mask=None, scale=1.0):
 def _backward_cases(rng, hidden):
     if not hidden:
         return [_backward_case(rng, (), 4, 4, 3, 3),
-                _backward_case(rng, (), 3, 5, 4, 2)]
+                _backward_case(rng, (), 3, 5, 4, 2),
+                _backward_case(rng, (2, 2), 3, 3, 2, 2, mask=causal_mask(3)),
+                _backward_case(rng, (), 1, 1, 1, 1)]
     return [_backward_case(rng, (2, 2), 5, 5, 4, 4, mask=causal_mask(5)),
             _backward_case(rng, (3,), 4, 6, 2, 3, mask=ref.padding_mask([6, 3, 0], 6)),
             _backward_case(rng, (), 1, 1, 1, 1),
@@ -371,6 +413,8 @@ BACKWARD = Exercise(
     points=3,
     output_names=("dQ", "dK", "dV"),
     forbidden=FORBIDDEN,
+    features=QKV_FEATURES,
+    dims=_qkv_dims,
     mistakes=(
         Mistake("softmax backward missing the sum term",
                 "the softmax Jacobian is diag(a) - a a^T: dS = A * (dA - sum(dA * A)), "
@@ -384,6 +428,10 @@ BACKWARD = Exercise(
         Mistake("dQ and dK unscaled",
                 "the scores are divided by sqrt(d_k), so dQ and dK are too.",
                 _backward_with(softmax_jvp, lambda dS, Q, K, s: _dq_dk(dS, Q, K, 1.0))),
+        Mistake("dK computed without transposing dS",
+                "S = Q K^T / sqrt(d_k), so dK = dS^T Q / sqrt(d_k): a row per key. dS @ Q only has "
+                "the right shape when T_q = T_k.",
+                _backward_with(softmax_jvp, lambda dS, Q, K, s: (dS @ K * s, dS @ Q * s))),
         Mistake("dV computed with A instead of A^T",
                 "out = A V, so dV = A^T dout (a row per key).", _dv_without_transpose),
     ),
@@ -400,7 +448,8 @@ def _col_case(rng, d, h, T, causal, scale=1.0):
 
 def _col_cases(rng, hidden):
     if not hidden:
-        return [_col_case(rng, 4, 3, 5, False), _col_case(rng, 3, 2, 4, True)]
+        return [_col_case(rng, 4, 3, 5, False), _col_case(rng, 3, 2, 4, True),
+                _col_case(rng, 2, 3, 1, False)]
     return [_col_case(rng, 2, 2, 1, False), _col_case(rng, 6, 4, 7, True),
             _col_case(rng, 2, 5, 3, False), _col_case(rng, 5, 3, 6, False, scale=3.0)]
 
@@ -409,19 +458,38 @@ def _col_reference(E, X, A, B, C, Att):
     return ref.self_attention_col_backward(E, (X, A, B, C, A @ X, B @ X, C @ X, Att))
 
 
-def _col_backward_with(jvp=softmax_jvp, scale_qk=True, blocks=(0, 1, 2), dx_paths=(0, 1, 2)):
+def _col_backward_with(jvp=softmax_jvp, scale_qk=True, blocks=(0, 1, 2), dx_paths=(0, 1, 2),
+                       values=lambda E, Att: E @ Att.T):
     """Seed 000's P-matrix backward with one step changed (see the mistakes below)."""
     def wrong(E, X, A, B, C, Att):
         Q, K, V = A @ X, B @ X, C @ X
         s = 1.0 / np.sqrt(A.shape[0]) if scale_qk else 1.0
         G = jvp(Att, V.T @ E, axis=0)
-        rows = [K @ G.T * s, Q @ G * s, E @ Att.T]
+        rows = [K @ G.T * s, Q @ G * s, values(E, Att)]
         P = np.vstack([rows[b] for b in blocks])
         dA, dB, dC = np.split(P @ X.T, 3)
         W = [A, B, C]
         dX = sum(W[j].T @ P[j * len(A):(j + 1) * len(A)] for j in dx_paths)
         return dA, dB, dC, dX
     return wrong
+
+
+def _col_forward_holding(X, A, B, C, frozen, causal):
+    """Seed 000's forward with Q = A X, K = B X or V = C X taken from ``frozen`` when there."""
+    Q = frozen["Q"] if "Q" in frozen else A @ X
+    K = frozen["K"] if "K" in frozen else B @ X
+    V = frozen["V"] if "V" in frozen else C @ X
+    mask = causal_mask(X.shape[1]).T if causal else None
+    Att = softmax(masked_scores(Q.T @ K / np.sqrt(A.shape[0]), mask), axis=0)
+    return V @ Att, {"Q": Q, "K": K, "V": V}
+
+
+def _col_held(quantity):
+    def forward(X, A, B, C, causal, frozen):
+        return _col_forward_holding(X, A, B, C, frozen, causal)
+    return holding(forward, (quantity,), ("A", "B", "C", "X"), upstream="E",
+                   inputs=lambda c: {**{k: c[k] for k in "XABC"},
+                                     "causal": not c["Att"].all()})
 
 
 def _jvp_no_sum(Att, G, axis):
@@ -434,6 +502,12 @@ BACKWARD_COL = Exercise(
     signature="attention_backward_col(E, X, A, B, C, Att) -> (dA, dB, dC, dX)",
     cases=_col_cases,
     reference=_col_reference,
+    features=shape_features(**{
+        "a single position (T = 1)": lambda c: c["X"].shape[1] == 1,
+        "causal (zeros in Att)": lambda c: not c["Att"].all()}),
+    dims=lambda c: {"h": c["A"].shape[0], "d": c["X"].shape[0], "T": c["X"].shape[1]},
+    held_constant={"the queries Q = A X": _col_held("Q"), "the keys K = B X": _col_held("K"),
+                   "the values V = C X": _col_held("V")},
     points=3,
     output_names=("dA", "dB", "dC", "dX"),
     forbidden=FORBIDDEN,
@@ -451,6 +525,12 @@ BACKWARD_COL = Exercise(
         Mistake("softmax backward missing the sum term",
                 "G = Att * (V^T E) - Att * (column sums of Att * V^T E).",
                 _col_backward_with(jvp=_jvp_no_sum)),
+        Mistake("row-form habits in the column form",
+                "here Att[:, t] (a column) is one softmax and Z = V Att: the JVP sums over axis 0 "
+                "and dC = E Att^T X^T. Keep the blog's letters for this exercise (the mapping is "
+                "printed above it).",
+                _col_backward_with(jvp=lambda Att, G, axis: softmax_jvp(Att, G, axis=1),
+                                   values=lambda E, Att: E @ Att)),
         Mistake("dX only through the values",
                 "X reaches the output through Q, K and V: dX = [A; B; C]^T P, all three blocks.",
                 _col_backward_with(dx_paths=(2,))),
@@ -461,7 +541,7 @@ BACKWARD_COL = Exercise(
 # ----------------------------------------------------------------------------- multi-head
 def _split_cases(rng, hidden):
     shapes = ([(3, 1, 8, 4), (2, 4, 6, 1), (2, 6, 12, 6), (1, 2, 2, 2)] if hidden
-              else [(2, 3, 4, 2), (1, 5, 6, 3)])
+              else [(2, 3, 4, 2), (1, 5, 6, 3), (2, 1, 3, 1), (1, 2, 4, 4)])
     return [{"x": _randn(rng, B, T, d), "n_heads": h} for B, T, d, h in shapes]
 
 
@@ -481,6 +561,10 @@ SPLIT_HEADS = Exercise(
     signature="split_heads(x, n_heads) -> (B, n_heads, T, d_k)",
     cases=_split_cases,
     reference=lambda x, n_heads: split_heads(x, n_heads),
+    features=shape_features(**{
+        "one head": lambda c: c["n_heads"] == 1,
+        "d_k = 1 (as many heads as features)": lambda c: c["x"].shape[-1] == c["n_heads"],
+        "T = 1": lambda c: c["x"].shape[1] == 1}),
     points=1,
     output_names=("heads",),
     forbidden=FORBIDDEN,
@@ -511,7 +595,9 @@ def _mha_case(rng, B, T_q, T_k, d_model, n_heads, mask=None, self_attention=Fals
 def _mha_cases(rng, hidden):
     if not hidden:
         return [_mha_case(rng, 1, 4, 4, 4, 2, self_attention=True),
-                _mha_case(rng, 2, 3, 5, 6, 3)]
+                _mha_case(rng, 2, 3, 5, 6, 3),
+                _mha_case(rng, 2, 4, 4, 6, 2, mask=causal_mask(4), self_attention=True, d_k=4, d_v=5),
+                _mha_case(rng, 2, 1, 5, 4, 1, mask=ref.padding_mask([5, 2], 5)[:, None])]
     return [_mha_case(rng, 2, 5, 5, 8, 2, mask=causal_mask(5), self_attention=True),
             _mha_case(rng, 3, 4, 6, 8, 4, mask=ref.padding_mask([6, 2, 5], 6)[:, None]),
             _mha_case(rng, 1, 3, 3, 4, 1),
@@ -550,6 +636,13 @@ MULTI_HEAD = Exercise(
     signature="multi_head_attention(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None) -> (out, A)",
     cases=_mha_cases,
     reference=_mha_reference,
+    features=shape_features(**{
+        "T_q ≠ T_k (cross-attention)": lambda c: c["x_q"].shape[1] != c["x_kv"].shape[1],
+        "d_k ≠ d_v": lambda c: c["W_k"].shape[1] != c["W_v"].shape[1],
+        "one head": lambda c: c["n_heads"] == 1,
+        "a single query (T_q = 1)": lambda c: c["x_q"].shape[1] == 1}),
+    dims=lambda c: {"d_k": c["W_q"].shape[1] // c["n_heads"], "d_model": c["x_q"].shape[-1],
+                    "n_heads": c["n_heads"], "T_q": c["x_q"].shape[1], "T_k": c["x_kv"].shape[1]},
     points=3,
     output_names=("out", "A"),
     forbidden=FORBIDDEN,

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.exercise import Exercise, Mistake
+from autograder.features import shape_features
+from autograder.held import holding
 from course_lib.layernorm import (EPS, ffn_forward, layernorm_backward, layernorm_forward,
                                   post_ln_block, pre_ln_block)
 
@@ -30,7 +32,9 @@ def _forward_cases(rng, hidden):
     if not hidden:
         return [dict(x=_x(rng, 3, 5), **dict(zip(("gamma", "beta"), _params(rng, 5)))),
                 dict(x=_x(rng, 2, 4, 6, scale=2.0, shift=1.0),
-                     **dict(zip(("gamma", "beta"), _params(rng, 6))))]
+                     **dict(zip(("gamma", "beta"), _params(rng, 6)))),
+                dict(x=_x(rng, 2, 3, scale=1e-3, shift=-0.5),  # variance 1e-6, below eps
+                     **dict(zip(("gamma", "beta"), _params(rng, 3))))]
     cases = []
     for shape, scale, shift in [((4, 8), 1e-3, 0.5),  # variance 1e-6, below eps
                                 ((2, 3, 4), 3.0, -2.0), ((1, 2), 1.0, 0.0),
@@ -122,12 +126,6 @@ BACKWARD_MISTAKES = [
             "mu and sigma depend on every x_j of the vector, so dx has two more terms: "
             "dx = (g - mean(g) - x_hat * mean(g * x_hat)) / sigma with g = dout * gamma.",
             wrong=lambda **c: _backward_parts(**c, mean_term=False, var_term=False)),
-    Mistake("variance treated as a constant in the backward",
-            "the path through sigma gives the term - x_hat * mean(g * x_hat).",
-            wrong=lambda **c: _backward_parts(**c, var_term=False)),
-    Mistake("mean treated as a constant in the backward",
-            "the path through mu gives the term - mean(g).",
-            wrong=lambda **c: _backward_parts(**c, mean_term=False)),
     Mistake("gamma left out of dx",
             "the gradient reaching x_hat is dout * gamma.",
             wrong=lambda **c: _backward_parts(**c, use_gamma=False)),
@@ -143,9 +141,24 @@ BACKWARD_MISTAKES = [
 ]
 
 
+def _forward_holding(x, gamma, beta, frozen):
+    """The forward with the named quantities ("mu", "var") taken from ``frozen`` when there."""
+    mu = frozen["mu"] if "mu" in frozen else x.mean(axis=-1, keepdims=True)
+    var = frozen["var"] if "var" in frozen else ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return gamma * (x - mu) / np.sqrt(var + EPS) + beta, {"mu": mu, "var": var}
+
+
+def _held(*quantities):
+    return holding(_forward_holding, quantities, ("x", "gamma", "beta"),
+                   inputs=lambda c: {k: c[k] for k in ("x", "gamma", "beta")})
+
+
+HELD_CONSTANT = {"the mean mu": _held("mu"), "the variance sigma^2": _held("var")}
+
+
 # ------------------------------------------------------------------ FFN and the blocks
 def _block_cases(rng, hidden):
-    shapes = [((3, 4), 8), ((2, 3, 6), 12)] if not hidden else \
+    shapes = [((3, 4), 8), ((2, 3, 6), 12), ((1, 2, 1, 6), 4)] if not hidden else \
         [((1, 2), 3), ((2, 5, 8), 32), ((4, 16), 8), ((2, 2, 3, 4), 16)]
     cases = []
     for shape, d_ff in shapes:
@@ -221,29 +234,47 @@ PRE_LN_MISTAKES = [
 ]
 
 
+LN_FEATURES = shape_features(**{
+    "a variance below eps": lambda c: c["x"].var(axis=-1).min() < EPS,
+    "batch axes": lambda c: c["x"].ndim > 2})
+BLOCK_FEATURES = shape_features(**{
+    "batch axes": lambda c: c["x"].ndim > 2, "two batch axes": lambda c: c["x"].ndim > 3,
+    "d_ff < d_model": lambda c: c["W1"].shape[1] < c["W1"].shape[0]})
+
+
+def _ln_dims(c):
+    return {"d_model": c["x"].shape[-1], "vectors": c["x"].size // c["x"].shape[-1]}
+
+
 EXERCISES = [
     Exercise(id="layernorm.forward", function="layernorm_forward",
              signature="layernorm_forward(x, gamma, beta, eps=1e-5) -> (out, cache)",
              cases=_forward_cases, reference=_forward_out, points=2, output_names=("out",),
              call="first_output",
-             forbidden=NO_LIBRARY, mistakes=FORWARD_MISTAKES, **TOL),
+             forbidden=NO_LIBRARY, mistakes=FORWARD_MISTAKES, features=LN_FEATURES,
+             dims=_ln_dims, **TOL),
     Exercise(id="layernorm.backward", function="layernorm_backward",
              signature="layernorm_backward(dout, cache) -> (dx, dgamma, dbeta)",
              cases=_backward_cases, reference=_backward_reference, points=3,
              output_names=("dx", "dgamma", "dbeta"), call="layernorm_backward",
              helpers=("layernorm_forward",),
-             forbidden=NO_LIBRARY + ("torch.autograd",), mistakes=BACKWARD_MISTAKES, **TOL),
+             forbidden=NO_LIBRARY + ("torch.autograd",), mistakes=BACKWARD_MISTAKES,
+             held_constant=HELD_CONSTANT,
+             features=LN_FEATURES, dims=_ln_dims, **TOL),
     Exercise(id="layernorm.ffn", function="ffn_forward",
              signature="ffn_forward(x, W1, b1, W2, b2) -> (out, cache)",
              cases=_ffn_cases, reference=_ffn, points=1, output_names=("out",),
              call="first_output",
-             forbidden=NO_LIBRARY, mistakes=FFN_MISTAKES, **TOL),
+             forbidden=NO_LIBRARY, mistakes=FFN_MISTAKES,
+             features=BLOCK_FEATURES, dims=_ln_dims, **TOL),
     Exercise(id="layernorm.post_ln", function="post_ln_block",
              signature="post_ln_block(x, W1, b1, W2, b2, gamma, beta) -> out",
              cases=_block_cases, reference=post_ln_block, points=1, output_names=("out",),
-             helpers=BLOCK_HELPERS, forbidden=NO_LIBRARY, mistakes=POST_LN_MISTAKES, **TOL),
+             helpers=BLOCK_HELPERS, forbidden=NO_LIBRARY, mistakes=POST_LN_MISTAKES,
+             features=BLOCK_FEATURES, dims=_ln_dims, **TOL),
     Exercise(id="layernorm.pre_ln", function="pre_ln_block",
              signature="pre_ln_block(x, W1, b1, W2, b2, gamma, beta) -> out",
              cases=_block_cases, reference=pre_ln_block, points=1, output_names=("out",),
-             helpers=BLOCK_HELPERS, forbidden=NO_LIBRARY, mistakes=PRE_LN_MISTAKES, **TOL),
+             helpers=BLOCK_HELPERS, forbidden=NO_LIBRARY, mistakes=PRE_LN_MISTAKES,
+             features=BLOCK_FEATURES, dims=_ln_dims, **TOL),
 ]

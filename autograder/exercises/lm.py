@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.exercise import Exercise, Mistake
+from autograder.features import shape_features
 from course_lib.ngram import count_ngrams, ngram_probs, perplexity, roll_die
 from course_lib.rnn import lstm_cell_forward, rnn_backward, rnn_forward, sigmoid
 
@@ -17,7 +18,7 @@ NO_LIBRARY = ("course_lib.ngram", "course_lib.rnn", "torch")
 
 # --------------------------------------------------------------------------- counting
 def _count_cases(rng, hidden):
-    shapes = [(12, 2, 4), (20, 3, 3)] if not hidden else \
+    shapes = [(12, 2, 4), (20, 3, 3), (6, 1, 3), (2, 2, 5)] if not hidden else \
         [(15, 1, 5), (2, 2, 3), (3, 3, 2), (40, 4, 3), (50, 2, 6)]
     return [dict(idx=rng.integers(0, V, size=T), n=n, vocab_size=V) for T, n, V in shapes]
 
@@ -58,7 +59,7 @@ def _table(rng, V, n, zero_rows):
 
 
 def _probs_cases(rng, hidden):
-    spec = [(3, 2, 1, 0.0), (4, 2, 0, 1.0)] if not hidden else \
+    spec = [(3, 2, 1, 0.0), (4, 2, 0, 1.0), (4, 1, 0, 0.5), (2, 3, 1, 0.0)] if not hidden else \
         [(5, 1, 0, 0.0), (3, 3, 2, 0.1), (4, 2, 0, 0.0), (3, 3, 3, 0.0), (2, 2, 1, 0.5)]
     return [dict(counts=_table(rng, V, n, z), k=k) for V, n, z, k in spec]
 
@@ -99,7 +100,8 @@ def _die_cases(rng, hidden):
         return [dict(weights=rng.integers(0, 5, size=(6, 4)).astype(float) + 0.5,
                      u=rng.random(6)),
                 dict(weights=np.array([[0.0, 0, 2, 1], [1, 0, 1, 2], [3, 1, 0, 0]]),
-                     u=np.array([0.0, 0.25, 0.5]))]
+                     u=np.array([0.0, 0.25, 0.5])),
+                dict(weights=np.array([[2.0], [0.5]]), u=np.array([0.3, 0.9]))]
     probs = rng.random((10, 8)) ** 3
     return [dict(weights=probs / probs.sum(1, keepdims=True), u=rng.random(10)),
             dict(weights=np.array([[1.0]]), u=np.array([0.7])),
@@ -141,7 +143,7 @@ def _softmax(z):
 
 
 def _ppl_cases(rng, hidden):
-    spec = [(5, 4, 1.0), (12, 6, 2.0)] if not hidden else \
+    spec = [(5, 4, 1.0), (12, 6, 2.0), (1, 3, 0.0)] if not hidden else \
         [(1, 5, 1.0), (50, 10, 4.0), (9, 7, 0.0), (30, 3, 1.5)]
     return [dict(probs=_softmax(rng.normal(size=(T, V)) * s), targets=rng.integers(0, V, size=T))
             for T, V, s in spec]
@@ -170,6 +172,11 @@ PPL_MISTAKES = [
             "(a geometric mean), not 1 / mean(p).",
             wrong=lambda probs, targets: (1.0 / _target_p(probs, targets).mean(),
                                           -np.log2(_target_p(probs, targets).mean()))),
+    Mistake("probs[:, targets] instead of one entry per row",
+            "probs[:, targets] is a (T, T) table: every row at every target. Pick one entry per "
+            "row with probs[np.arange(T), targets].",
+            wrong=lambda probs, targets: (np.exp(-np.log(probs[:, targets]).mean()),
+                                          -np.log2(probs[:, targets]).mean())),
     Mistake("probability of the likeliest token instead of the target",
             "score the probability the model gave to the token that actually came next, "
             "probs[t, targets[t]].",
@@ -185,7 +192,7 @@ def _rnn_case(rng, B, T, D, H, scale=1.0):
 
 
 def _rnn_cases(rng, hidden):
-    spec = [(2, 3, 4, 5, 1.0), (1, 5, 3, 3, 1.0)] if not hidden else \
+    spec = [(2, 3, 4, 5, 1.0), (1, 5, 3, 3, 1.0), (2, 1, 2, 3, 3.0)] if not hidden else \
         [(2, 1, 3, 4, 1.0), (3, 6, 2, 4, 1.0), (2, 4, 5, 2, 1.0), (2, 7, 3, 6, 3.0)]
     return [_rnn_case(rng, *s) for s in spec]
 
@@ -273,7 +280,7 @@ BPTT_MISTAKES = [
 
 # --------------------------------------------------------------------------- LSTM cell
 def _lstm_cases(rng, hidden):
-    spec = [(2, 3, 4), (3, 5, 2)] if not hidden else [(1, 2, 3), (4, 3, 3), (2, 6, 5), (3, 1, 4)]
+    spec = [(2, 3, 4), (3, 5, 2), (1, 1, 3)] if not hidden else [(1, 2, 3), (4, 3, 3), (2, 6, 5), (3, 1, 4)]
     return [dict(x=rng.normal(size=(B, D)), h_prev=rng.normal(size=(B, H)) * 0.5,
                  c_prev=rng.normal(size=(B, H)),
                  W=rng.normal(size=(H + D, 4 * H)) / np.sqrt(H + D), b=rng.normal(size=4 * H) * 0.5)
@@ -310,27 +317,65 @@ LSTM_MISTAKES = [
 ]
 
 
+def _rnn_x(c):
+    return c["x"] if "x" in c else c["cache"][0]
+
+
+RNN_FEATURES = shape_features(**{
+    "a single time step (T = 1)": lambda c: _rnn_x(c).shape[1] == 1,
+    "large weights (tanh saturates)": lambda c: _large(c["Whh"] if "Whh" in c else c["cache"][3])})
+
+
+def _large(W):
+    return np.sqrt(np.mean(W ** 2) * W.shape[0]) > 2.0  # entries well above 1/sqrt(H)
+
+
+def _rnn_dims(c):
+    x = _rnn_x(c)
+    return {"T": x.shape[1], "B": x.shape[0], "D": x.shape[2]}
+
+
 EXERCISES = [
     Exercise("lm.count_ngrams", "count_ngrams",
              "count_ngrams(idx, n, vocab_size) -> counts", _count_cases, count_ngrams,
-             mistakes=COUNT_MISTAKES, forbidden=NO_LIBRARY, output_names=("counts",)),
+             mistakes=COUNT_MISTAKES, forbidden=NO_LIBRARY, output_names=("counts",),
+             features=shape_features(**{
+                 "unigrams (n = 1)": lambda c: c["n"] == 1,
+                 "n >= 3": lambda c: c["n"] >= 3,
+                 "a text holding a single n-gram": lambda c: len(c["idx"]) == c["n"]}),
+             dims=lambda c: {"T": len(c["idx"]), "n": c["n"], "vocab_size": c["vocab_size"]}),
     Exercise("lm.ngram_probs", "ngram_probs", "ngram_probs(counts, k=0.0) -> probs",
              _probs_cases, ngram_probs, mistakes=PROBS_MISTAKES, forbidden=NO_LIBRARY,
-             output_names=("probs",)),
+             output_names=("probs",),
+             features=shape_features(**{
+                 "k > 0 (smoothing)": lambda c: c["k"] > 0,
+                 "contexts never seen (all-zero rows)": lambda c: np.ndim(c["counts"]) > 1 and (
+                     np.asarray(c["counts"]).reshape(-1, np.shape(c["counts"])[-1]).sum(1) == 0).any(),
+                 "a unigram table (1-D)": lambda c: np.ndim(c["counts"]) == 1,
+                 "a table of n >= 3 (3-D)": lambda c: np.ndim(c["counts"]) >= 3}),
+             dims=lambda c: {"vocab_size": np.shape(c["counts"])[-1]}),
     Exercise("lm.roll_die", "roll_die", "roll_die(weights, u) -> faces", _die_cases, roll_die,
-             mistakes=DIE_MISTAKES, forbidden=NO_LIBRARY, output_names=("faces",)),
+             mistakes=DIE_MISTAKES, forbidden=NO_LIBRARY, output_names=("faces",),
+             features=shape_features(**{
+                 "faces of weight zero": lambda c: (c["weights"] == 0).any(),
+                 "a die with one face": lambda c: c["weights"].shape[-1] == 1})),
     Exercise("lm.perplexity", "perplexity", "perplexity(probs, targets) -> (ppl, bpc)",
              _ppl_cases, perplexity, mistakes=PPL_MISTAKES, forbidden=NO_LIBRARY,
-             output_names=("ppl", "bpc")),
+             output_names=("ppl", "bpc"),
+             features=shape_features(**{"a single token (T = 1)": lambda c: len(c["targets"]) == 1}),
+             dims=lambda c: {"T": len(c["targets"]), "vocab_size": c["probs"].shape[-1]}),
     Exercise("lm.rnn_forward", "rnn_forward", "rnn_forward(x, h0, Wxh, Whh, b) -> (h, cache)",
              _rnn_cases, lambda **c: rnn_forward(**c)[0], call="first_output",
-             mistakes=RNN_MISTAKES, forbidden=NO_LIBRARY, output_names=("h",)),
+             mistakes=RNN_MISTAKES, forbidden=NO_LIBRARY, output_names=("h",),
+             features=RNN_FEATURES, dims=_rnn_dims),
     Exercise("lm.rnn_backward", "rnn_backward",
              "rnn_backward(dh, cache) -> (dx, dh0, dWxh, dWhh, db)", _bptt_cases, rnn_backward,
              points=2.0, mistakes=BPTT_MISTAKES, forbidden=NO_LIBRARY,
-             output_names=("dx", "dh0", "dWxh", "dWhh", "db")),
+             output_names=("dx", "dh0", "dWxh", "dWhh", "db"),
+             features=RNN_FEATURES, dims=_rnn_dims),
     Exercise("lm.lstm_cell", "lstm_cell_forward",
              "lstm_cell_forward(x, h_prev, c_prev, W, b) -> (h, c)", _lstm_cases,
              lambda **c: lstm_cell_forward(**c)[:2], mistakes=LSTM_MISTAKES,
-             forbidden=NO_LIBRARY, output_names=("h", "c")),
+             forbidden=NO_LIBRARY, output_names=("h", "c"),
+             features=shape_features(**{"a single example (B = 1)": lambda c: len(c["x"]) == 1})),
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.exercise import Exercise, Mistake
+from autograder.features import shape_features
 from course_lib.softmax import softmax, softmax_jvp
 
 FORBIDDEN = ("course_lib.softmax", "course_lib.attention", "scipy", "torch")
@@ -13,7 +14,10 @@ def _softmax_cases(rng: np.random.Generator, hidden: bool) -> list[dict]:
     if not hidden:
         return [dict(z=rng.normal(size=5), axis=-1),
                 dict(z=rng.normal(size=(3, 4)), axis=-1),
-                dict(z=rng.normal(size=(2, 3)) * 3 + 1000.0, axis=-1)]  # exp(1000) overflows
+                dict(z=rng.normal(size=(2, 3)) * 3 + 1000.0, axis=-1),  # exp(1000) overflows
+                dict(z=np.array([[0.5, -np.inf, 1.0], [-np.inf, 2.0, 0.0]], np.float32), axis=0),
+                dict(z=rng.normal(size=(2, 2, 3)), axis=1),
+                dict(z=np.array([-2.0]), axis=-1)]
     masked = rng.normal(size=(3, 5))
     masked[0, 1:] = -np.inf
     masked[2, ::2] = -np.inf
@@ -28,11 +32,18 @@ def _softmax_cases(rng: np.random.Generator, hidden: bool) -> list[dict]:
 
 def _jvp_cases(rng: np.random.Generator, hidden: bool) -> list[dict]:
     out = []
-    shapes = [((6,), -1), ((3, 4), -1)] if not hidden else [((4, 3), 0), ((2, 3, 5), 1), ((1,), -1), ((5, 5), -1)]
+    shapes = [((6,), -1), ((3, 4), -1), ((2, 3, 2), 1), ((1,), -1)] if not hidden else [((4, 3), 0), ((2, 3, 5), 1), ((1,), -1), ((5, 5), -1)]
     for shape, axis in shapes:
         s = softmax(rng.normal(size=shape) * 2, axis=axis)
         out.append(dict(s=s, g=rng.normal(size=shape), axis=axis))
     return out
+
+
+AXIS_FEATURES = shape_features(**{
+    "an axis other than the last": lambda c: c["axis"] % np.ndim(c.get("z", c.get("s"))) !=
+    np.ndim(c.get("z", c.get("s"))) - 1,
+    "a 3-D array": lambda c: np.ndim(c.get("z", c.get("s"))) == 3,
+    "a single entry": lambda c: np.size(c.get("z", c.get("s"))) == 1})
 
 
 def _no_max(z, axis=-1):
@@ -58,6 +69,7 @@ EXERCISES = [
         signature="softmax(z, axis=-1) -> s",
         cases=_softmax_cases,
         reference=softmax,
+        features=AXIS_FEATURES,
         points=2,
         output_names=("s",),
         forbidden=FORBIDDEN,
@@ -84,6 +96,7 @@ EXERCISES = [
         signature="softmax_jvp(s, g, axis=-1) -> dz",
         cases=_jvp_cases,
         reference=softmax_jvp,
+        features=AXIS_FEATURES,
         points=2,
         output_names=("dz",),
         forbidden=FORBIDDEN,

@@ -1,0 +1,366 @@
+"""Diagnoses that work for any exercise: how wrong outputs relate to the reference.
+
+A registered ``Mistake`` names one bug its author foresaw. The diagnoses here name bugs no
+one listed, from the learner's outputs, the reference and the case inputs alone (computed in
+the trusted judge; nothing here runs learner code). In the order tried:
+
+1. which outputs are wrong, when some are right ("dQ and dV match; dK differs");
+2. for a backward pass, a term of the derivation left out: the gradients match the ones
+   computed with one quantity of the forward held constant (``Exercise.held_constant``);
+3. the output itself transformed: times a factor, sign flipped, two axes swapped, shifted by
+   one step along an axis;
+4. the reference computed on changed inputs: one input scaled by a named factor (sqrt(d_k),
+   2, 1/T ...), negated, transposed, a mask ignored or inverted, integer inputs shifted by one;
+5. where the error is: only at the first or last index of an axis, only at masked positions,
+   only for queries whose keys are all masked, NaN or inf where the reference is finite;
+6. which cases fail: the cases sharing a feature (masks, T_q ≠ T_k, batch axes, float32, very
+   large values) fail and the others pass.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from autograder.exercise import Exercise
+from autograder.transport import as_outputs
+
+RTOL, ATOL = 1e-6, 1e-8  # matching a hypothesis: looser than grading, still far from chance
+
+
+def _same(g: np.ndarray, w: np.ndarray) -> bool:
+    if g.dtype == bool or w.dtype == bool:
+        return g.shape == w.shape and bool(np.array_equal(g, w))
+    return g.shape == w.shape and bool(np.allclose(g, w, rtol=RTOL, atol=ATOL, equal_nan=True))
+
+
+def _outputs_of(fn, case) -> tuple | None:
+    try:
+        with np.errstate(all="ignore"):
+            return as_outputs(fn(**case))
+    except Exception:  # a hypothesis that does not apply to this case
+        return None
+
+
+def _close_all(ex: Exercise, got: tuple, want: tuple) -> list[bool]:
+    return [g.shape == w.shape and bool(np.allclose(g, w, rtol=ex.rtol, atol=ex.atol))
+            for g, w in zip(got, want)]
+
+
+# ----------------------------------------------------------------------------- named factors
+def _sizes(ex: Exercise, case: dict) -> dict[str, int]:
+    """Named sizes of a case: ``Exercise.dims`` or, failing that, the inputs' axis lengths."""
+    if ex.dims is not None:
+        return {k: int(v) for k, v in ex.dims(case).items()}
+    sizes = {}
+    for name, value in case.items():
+        if isinstance(value, np.ndarray) and value.ndim:
+            for axis in range(-1, -value.ndim - 1, -1):
+                sizes.setdefault(f"{name}.shape[{axis}]", int(value.shape[axis]))
+    return sizes
+
+
+CONSTANTS = {"2": 2.0, "1/2": 0.5, "3": 3.0, "1/3": 1 / 3, "4": 4.0, "1/4": 0.25,
+             "ln 2": math.log(2), "1/ln 2": 1 / math.log(2)}
+
+
+def _factors(ex: Exercise, case: dict) -> dict[str, float]:
+    """label -> value: each named size n as n, sqrt(n), 1/n, 1/sqrt(n), then constants."""
+    out = {}
+    for name, n in _sizes(ex, case).items():
+        if n > 1:
+            out.update({name: n, f"sqrt({name})": math.sqrt(n), f"1/{name}": 1 / n,
+                        f"1/sqrt({name})": 1 / math.sqrt(n)})
+    out.update(CONSTANTS)
+    return out
+
+
+def _common_label(per_case: list[dict[str, float]], ok) -> str | None:
+    """The first label whose value satisfies ``ok(case index, value)`` in every case."""
+    labels = [k for k in per_case[0] if all(k in d for d in per_case)]
+    for label in labels:
+        if all(ok(i, d[label]) for i, d in enumerate(per_case)):
+            return label
+    return None
+
+
+# ----------------------------------------------------------------------------- 1. which outputs
+def _wrong_outputs(ex: Exercise, failing: list) -> list[int]:
+    n = len(failing[0][2])
+    return [k for k in range(n) if any(
+        len(got) == n and not _close_all(ex, got, want)[k] for _, got, want in failing)]
+
+
+def which_outputs(ex: Exercise, failing: list, wrong: list[int]) -> str | None:
+    n = len(failing[0][2])
+    if n < 2 or len(wrong) == n or not wrong:
+        return None
+    right = [k for k in range(n) if k not in wrong]
+    return (f"{_listed(ex, right)} match{'es' if len(right) == 1 else ''} the reference; "
+            f"{_listed(ex, wrong)} {'differs' if len(wrong) == 1 else 'differ'}.")
+
+
+def _listed(ex: Exercise, ks: list[int]) -> str:
+    names = [f"`{ex.name_of(k)}`" for k in ks]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+# ----------------------------------------------------------------------------- 2. held constant
+def held_constant(ex: Exercise, failing: list, wrong: list[int]) -> str | None:
+    for quantity, fn in ex.held_constant.items():
+        if all(_matches(got, _outputs_of(fn, case), wrong, rtol=1e-4, atol=1e-6)
+               for case, got, _ in failing):
+            return (f"Your gradients match the derivation with {quantity} held constant: the "
+                    f"term that flows back through {quantity} is missing.")
+    return None
+
+
+def _matches(got: tuple, other: tuple | None, ks: list[int], rtol=RTOL, atol=ATOL) -> bool:
+    return other is not None and len(other) == len(got) and all(
+        got[k].shape == other[k].shape and np.allclose(got[k], other[k], rtol=rtol, atol=atol,
+                                                       equal_nan=True) for k in ks)
+
+
+# ----------------------------------------------------------------------------- 4. changed inputs
+def _input_changes(ex: Exercise, case: dict) -> dict[str, dict]:
+    """label -> changed case: the inputs a bug may have changed before the right formula."""
+    changes = {}
+    factors = _factors(ex, case)
+    arrays = [(n, v) for n, v in case.items() if isinstance(v, np.ndarray) and v.dtype.kind == "f"]
+    for (a, x), (b, y) in itertools.combinations(arrays, 2):
+        if x.shape == y.shape:
+            changes[f"`{a}` and `{b}` swapped"] = {**case, a: y, b: x}
+    scalars_first = sorted(case.items(), key=lambda item: isinstance(item[1], np.ndarray))
+    for name, value in scalars_first:
+        if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+            kind = int if isinstance(value, (int, np.integer)) else float
+            for step in (1, -1):
+                changes[f"`{name}` {'+' if step > 0 else '-'} 1 in place of `{name}`"] = \
+                    {**case, name: kind(value + step)}
+            for label, f in factors.items():
+                scaled = value * f
+                changes[f"`{name}` multiplied by {label}"] = \
+                    {**case, name: kind(scaled) if float(scaled).is_integer() else float(scaled)}
+            continue
+        if value is None and name == "mask":
+            continue
+        if isinstance(value, np.ndarray) and value.dtype == bool:
+            changes[f"`{name}` ignored"] = {**case, name: None} if name == "mask" else None
+            changes[f"`{name}` inverted (True and False swapped)"] = {**case, name: ~value}
+        elif isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            changes[f"`{name}` negated"] = {**case, name: -value}
+            changes[f"`{name}` left out (all zeros)"] = {**case, name: np.zeros_like(value)}
+            changes[f"`{name}` replaced by ones"] = {**case, name: np.ones_like(value)}
+            if value.ndim >= 2:
+                changes[f"`{name}` with its last two axes swapped"] = \
+                    {**case, name: np.swapaxes(value, -1, -2)}
+            for label, f in factors.items():
+                changes[f"`{name}` multiplied by {label}"] = {**case, name: value * f}
+        elif isinstance(value, np.ndarray) and value.dtype.kind in "iu":
+            changes[f"`{name}` shifted by +1"] = {**case, name: value + 1}
+            changes[f"`{name}` shifted by -1"] = {**case, name: value - 1}
+            for label in ("2", "1/2"):
+                changes[f"`{name}` multiplied by {label}"] = {**case, name: value * CONSTANTS[label]}
+    return {k: v for k, v in changes.items() if v is not None}
+
+
+def changed_inputs(ex: Exercise, failing: list, wrong: list[int]) -> str | None:
+    finite = [f for f in failing if all(np.isfinite(f[1][k]).all() for k in wrong)]
+    if len(finite) * 2 >= len(failing):  # NaN from inf - inf says little about a formula
+        failing = finite
+    per_case = [_input_changes(ex, case) for case, _, _ in failing]
+    for label in per_case[0]:
+        if not all(label in changes for changes in per_case):
+            continue
+        if all(_matches(got, _outputs_of(ex.reference, changes[label]), wrong)
+               for (case, got, _), changes in zip(failing, per_case)):
+            return (f"Your {_listed(ex, wrong)} is what the right formula gives with {label}: look at where "
+                    f"your code uses {label.split('`')[1]}.")
+    return None
+
+
+# ----------------------------------------------------------------------------- 3. output transformed
+def outputs_in_wrong_order(ex: Exercise, failing: list, wrong: list[int]) -> str | None:
+    n = len(failing[0][2])
+    for i, j in itertools.combinations(wrong, 2):
+        if all(len(got) == n and _same(got[i], want[j]) and _same(got[j], want[i])
+               for _, got, want in failing):
+            return (f"`{ex.name_of(i)}` and `{ex.name_of(j)}` are swapped: return them in the "
+                    "order of the signature.")
+    return None
+
+
+def transformed_output(ex: Exercise, failing: list, k: int) -> str | None:
+    name = f"`{ex.name_of(k)}`"
+    pairs = [(case, got[k], want[k]) for case, got, want in failing
+             if len(got) > k and not (got[k].shape == want[k].shape and np.allclose(got[k], want[k], rtol=ex.rtol, atol=ex.atol))]
+    if not pairs:
+        return None
+    if all(g.shape == w.shape for _, g, w in pairs):
+        ratios = [_ratio(g, w) for _, g, w in pairs]
+        if all(r is not None for r in ratios):
+            if all(abs(r + 1) < 1e-6 for r in ratios):
+                return f"{name} has the right size but the opposite sign: a sign is flipped."
+            label = _common_label([_factors(ex, c) for c, _, _ in pairs],
+                                  lambda i, v: abs(ratios[i] - v) <= 1e-6 * abs(v))
+            if label:
+                return (f"{name} equals the reference multiplied by {label}: a factor "
+                        f"{label} is missing or extra.")
+            if len(ratios) > 1 and all(abs(r - ratios[0]) <= 1e-6 * abs(ratios[0]) for r in ratios):
+                return f"{name} equals the reference multiplied by {ratios[0]:.4g}: a constant factor is off."
+    if all(g.shape == w.shape and np.isfinite(g).all() and np.isfinite(w).all() for _, g, w in pairs):
+        offsets = [(g.astype(np.float64) - w).ravel() for _, g, w in pairs]
+        if all(np.allclose(o, o[0], rtol=0, atol=1e-9 + 1e-6 * abs(o[0])) and o[0] != 0 for o in offsets):
+            values = {round(float(o[0]), 6) for o in offsets}
+            if len(values) == 1:
+                return f"every entry of {name} is off by {values.pop():+g}: check an offset or a count."
+    swap = _axes_swapped(pairs)
+    if swap:
+        return f"{name} has {swap}: check a transpose or the order of a reshape."
+    shift = _shifted(pairs)
+    if shift:
+        return f"{name} is {shift}: check an index or a range that is off by one."
+    order = _reordered(pairs)
+    if order:
+        return (f"{name} holds the right values in the wrong order along {order}: check how "
+                "you interleave, concatenate or index that axis.")
+    return None
+
+
+def _reordered(pairs) -> str | None:
+    ndim = min(w.ndim for _, _, w in pairs)
+    for axis in range(-1, -ndim - 1, -1):
+        if all(g.shape == w.shape and w.shape[axis] > 1 and
+               _same(np.sort(g, axis=axis), np.sort(w, axis=axis)) for _, g, w in pairs):
+            return f"axis {axis}"
+    return None
+
+
+def _ratio(g: np.ndarray, w: np.ndarray) -> float | None:
+    ok = np.isfinite(g) & np.isfinite(w)
+    if not ok.all() or not np.any(w):
+        return None
+    r = float(np.vdot(g, w) / np.vdot(w, w))
+    return r if r != 0 and np.allclose(g, r * w, rtol=RTOL, atol=ATOL * abs(r) + ATOL) else None
+
+
+def _axes_swapped(pairs) -> str | None:
+    """Axes counted from the end, so that one label fits cases with and without batch axes."""
+    ndim = min(min(g.ndim, w.ndim) for _, g, w in pairs)
+    options = [(f"axes {i} and {j} swapped", lambda g, i=i, j=j: np.swapaxes(g, i, j))
+               for j, i in itertools.combinations(range(-1, -ndim - 1, -1), 2)]
+    options.append(("all its axes reversed (.T transposes every axis of a batched array)",
+                    lambda g: g.T))
+    for label, undo in options:
+        if all(g.ndim == w.ndim and _same(undo(g), w) for _, g, w in pairs):
+            return label
+    return None
+
+
+def _shifted(pairs) -> str | None:
+    ndim = min(w.ndim for _, _, w in pairs)
+    for axis in range(-1, -ndim - 1, -1):
+        for step, words in ((1, "one step late"), (-1, "one step early")):
+            def ok(g, w):
+                n = w.shape[axis]
+                if g.shape != w.shape or n < 2:
+                    return False
+                later, earlier = np.arange(1, n), np.arange(n - 1)
+                a, b = (later, earlier) if step == 1 else (earlier, later)
+                return _same(g.take(a, axis=axis), w.take(b, axis=axis))
+            if all(ok(g, w) for _, g, w in pairs):
+                return f"shifted {words} along axis {axis}"
+    return None
+
+
+# ----------------------------------------------------------------------------- 5. where
+def where_wrong(ex: Exercise, failing: list, k: int) -> str | None:
+    name = f"`{ex.name_of(k)}`"
+    pairs = [(c, got[k], want[k]) for c, got, want in failing
+             if len(got) > k and got[k].shape == want[k].shape]
+    if len(pairs) != len(failing) or not pairs:
+        return None
+    bad = [~np.isclose(g, w, rtol=ex.rtol, atol=ex.atol) for _, g, w in pairs]
+    if not all(b.any() for b in bad):
+        return None
+    if all((~np.isfinite(g) & np.isfinite(w)).any() for _, g, w in pairs):
+        return (f"{name} has NaN or inf where the reference is finite: an overflow (exp of a "
+                "large number?), inf - inf, or a division by zero.")
+    masked = _mask_region(pairs, bad)
+    if masked:
+        return f"{name} is wrong only {masked}; elsewhere it matches."
+    ndim = min(w.ndim for _, _, w in pairs)
+    for axis in range(-1, -ndim - 1, -1):
+        for index, words in ((0, "first"), (-1, "last")):
+            def only(b, axis=axis, index=index):
+                n = b.shape[axis]
+                rest = np.delete(b, index % n, axis=axis)
+                return n > 1 and not rest.any()
+            if all(only(b) for b in bad):
+                return (f"{name} is wrong only at the {words} index of axis {axis}; "
+                        "elsewhere it matches: check how that boundary is handled.")
+    return None
+
+
+def _mask_region(pairs, bad) -> str | None:
+    regions = []
+    for (case, g, w), b in zip(pairs, bad):
+        mask = case.get("mask")
+        if not isinstance(mask, np.ndarray) or mask.dtype != bool:
+            return None
+        try:
+            keep = np.broadcast_to(mask, b.shape)
+            regions.append(("at masked positions (where the mask is False)", b & keep))
+            continue
+        except ValueError:
+            pass
+        empty = ~mask.any(axis=-1)  # (..., T_q): queries with no visible key
+        try:
+            rows = np.broadcast_to(empty[..., None], b.shape)
+        except ValueError:
+            return None
+        regions.append(("for queries whose keys are all masked", b & ~rows))
+    label = regions[0][0]
+    if all(r[0] == label and not r[1].any() for r in regions):
+        return label
+    return None
+
+
+# ----------------------------------------------------------------------------- 6. which cases
+def which_cases(ex: Exercise, failing: list, passing: list) -> str | None:
+    if len(passing) < 2:  # one passing case (often the trivial one) proves nothing
+        return None
+    fail_features = [set(ex.describe(c)) for c, _, _ in failing]
+    pass_features = set().union(*(set(ex.describe(c)) for c in passing))
+    shared = set.intersection(*fail_features) - pass_features
+    if shared:
+        ordered = [f for f in ex.describe(failing[0][0]) if f in shared]
+        return (f"The failing cases all have {' and '.join(ordered)}; the cases without "
+                f"{'it' if len(ordered) == 1 else 'them'} pass: look at how your code handles "
+                f"{'that' if len(ordered) == 1 else 'those'}.")
+    return None
+
+
+def diagnose(ex: Exercise, failing: list, passing: list) -> list[str]:
+    """Specific messages about the ``failing`` (case, got, want) triples; [] when none applies.
+
+    ``passing``: the cases that matched, for the comparison of features.
+    """
+    failing = [f for f in failing if len(f[1]) == len(f[2])]
+    if not failing:
+        return []
+    wrong = _wrong_outputs(ex, failing)
+    messages = [m for m in [which_outputs(ex, failing, wrong)] if m]
+    if not wrong:
+        return messages
+    steps = [lambda: held_constant(ex, failing, wrong), lambda: outputs_in_wrong_order(ex, failing, wrong)]
+    steps += [lambda k=k: transformed_output(ex, failing, k) for k in wrong[:2]]
+    steps += [lambda: changed_inputs(ex, failing, wrong)]
+    steps += [lambda k=k: where_wrong(ex, failing, k) for k in wrong[:2]]
+    for step in steps:
+        found = step()
+        if found:
+            return messages + [found]
+    found = which_cases(ex, failing, passing)
+    return messages + ([found] if found else [])
