@@ -1,4 +1,8 @@
 # nbgrader configuration of this course directory; the settings live in autograder/config.py.
 from autograder.config import configure
+from autograder.validate import use_for_nbgrader_validate
 
 configure(get_config())  # noqa: F821 (get_config is provided by nbgrader)
+# `nbgrader validate` answers with the course's grader: nbgrader's own Validator would pass
+# every graded cell, since they only record outputs (see autograder/validate.py).
+use_for_nbgrader_validate()

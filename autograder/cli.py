@@ -2,6 +2,8 @@
 
     autograder generate [ASSIGNMENT ...]           regenerate notebooks/ from solutions/
     autograder submit NOTEBOOK [--json]            grade one notebook (exit 1 below full marks)
+    autograder validate NOTEBOOK [--json]          nbgrader's Validate, answered by the grader
+    autograder instructor-mode on|off              show nbgrader's instructor tools in JupyterLab
     autograder grade SUBMISSIONS -a ASSIGNMENT     grade a class into the gradebook, export CSV
 """
 from __future__ import annotations
@@ -52,6 +54,32 @@ def cmd_submit(args) -> int:
     return 0 if result.total >= result.max_total else 1
 
 
+def cmd_validate(args) -> int:
+    from autograder.grading import GradingError
+    from autograder.sandbox import SandboxUnavailable
+    from autograder.validate import CourseValidator
+
+    validator = CourseValidator()
+    try:
+        if args.json:
+            print(json.dumps(validator.validate(args.notebook), indent=2))
+        else:
+            validator.validate_and_print(args.notebook)
+    except (GradingError, SandboxUnavailable) as err:
+        print(f"autograder: {err}", file=sys.stderr)
+        return 2
+    return 1 if validator.results else 0
+
+
+def cmd_instructor_mode(args) -> int:
+    from autograder.lab import set_instructor_mode
+
+    files = set_instructor_mode(args.state == "on")
+    print(("wrote " if args.state == "on" else "removed ") + ", ".join(map(str, files)))
+    print("Restart JupyterLab to see the change.")
+    return 0
+
+
 def cmd_grade(args) -> int:
     import os
 
@@ -85,6 +113,16 @@ def main(argv=None) -> int:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--feedback", help="where to write the HTML report (default: beside the notebook)")
     p.set_defaults(func=cmd_submit)
+
+    p = sub.add_parser("validate", help="check a notebook as the grader would (nbgrader's Validate)")
+    p.add_argument("notebook")
+    p.add_argument("--json", action="store_true", help="print nbgrader's result dictionary as JSON")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("instructor-mode", help="show (on) or hide (off) nbgrader's instructor "
+                       "tools in this environment's JupyterLab")
+    p.add_argument("state", choices=["on", "off"])
+    p.set_defaults(func=cmd_instructor_mode)
 
     p = sub.add_parser("grade", help="grade a folder or zip of submissions (instructor)")
     p.add_argument("submissions", help="nbgrader submitted/ folder, a flat folder or a .zip of notebooks")

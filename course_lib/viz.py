@@ -11,44 +11,64 @@ from matplotlib.patches import Rectangle
 
 from course_lib.attention import causal_mask, mha_forward
 
+MASKED_COLOR = "#b0b0b0"  # grey + hatching: not allowed to attend (weight 0 by construction)
 
-def plot_attention(A, query_tokens, key_tokens, ax=None, title=None, highlight=None):
+
+def plot_attention(A, query_tokens, key_tokens, ax=None, title=None, highlight=None, mask=None,
+                   colorbar=True):
     """Heatmap of weights A (T_q, T_k): one row per query, one column per key.
 
-    ``highlight``: index of a query whose row is outlined. Returns the image.
+    ``mask``: boolean, broadcastable to A, True where a query may attend. Masked cells are
+    drawn grey and hatched, so that they cannot be mistaken for weights that are merely small.
+    ``highlight``: index of a query whose row is outlined. ``colorbar``: add a colour bar for
+    this axes. Returns the image.
     """
     ax = ax or plt.gca()
-    im = ax.imshow(A, cmap="viridis", vmin=0.0, vmax=1.0)
+    cmap = plt.get_cmap("viridis").with_extremes(bad=MASKED_COLOR)
+    hidden = None if mask is None else ~np.broadcast_to(mask, np.shape(A))
+    im = ax.imshow(np.ma.masked_array(A, mask=hidden), cmap=cmap, vmin=0.0, vmax=1.0)
+    xlabel = "key"
+    if hidden is not None and hidden.any():
+        for i, j in zip(*np.nonzero(hidden)):
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///",
+                                   edgecolor="#707070", linewidth=0))
+        xlabel = "key   (grey, hatched: masked)"
     ax.set_xticks(range(len(key_tokens)), key_tokens, rotation=60)
     ax.set_yticks(range(len(query_tokens)), query_tokens)
-    ax.set_xlabel("key")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("query")
     if highlight is not None:
         ax.add_patch(Rectangle((-0.5, highlight - 0.5), len(key_tokens), 1,
                                fill=False, edgecolor="red", linewidth=2))
     if title:
         ax.set_title(title)
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
     return im
 
 
-def plot_heads(A, query_tokens, key_tokens, title=None):
-    """All heads side by side. A: (n_heads, T_q, T_k)."""
+def plot_heads(A, query_tokens, key_tokens, title=None, mask=None):
+    """All heads side by side, one colour bar for all. A: (n_heads, T_q, T_k)."""
     n_heads = A.shape[0]
-    fig, axes = plt.subplots(1, n_heads, figsize=(3.2 * n_heads, 3.2), squeeze=False)
+    fig, axes = plt.subplots(1, n_heads, figsize=(3.4 * n_heads + 1, 3.6), squeeze=False,
+                             layout="constrained")
     for j, ax in enumerate(axes[0]):
-        plot_attention(A[j], query_tokens, key_tokens, ax, title=f"head {j}")
+        im = plot_attention(A[j], query_tokens, key_tokens, ax, title=f"head {j}", mask=mask,
+                            colorbar=False)
+    fig.colorbar(im, ax=list(axes[0]), shrink=0.85, label="attention weight")
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
     return fig
 
 
-def attention_explorer(examples):
+def attention_explorer(examples, masks=None):
     """An explorer over ``examples``: {name: (A (n_heads, T_q, T_k), query_tokens, key_tokens)}.
 
     Buttons choose the example, sliders the head and the query token; the heatmap outlines
-    that query's row and a bar chart shows its weights over the keys.
+    that query's row and a bar chart shows its weights over the keys. ``masks``: optional
+    {name: boolean (T_q, T_k)}, drawn as masked cells in that example's heatmap.
     """
+    masks = masks or {}
     import ipywidgets as widgets
 
     kind = widgets.ToggleButtons(options=list(examples), description="attention")
@@ -62,14 +82,16 @@ def attention_explorer(examples):
         weights = A[head.value, query.value]
         with out:
             out.clear_output(wait=True)
-            fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+            fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
             plot_attention(A[head.value], q_tokens, k_tokens, left,
-                           title=f"{kind.value}, head {head.value}", highlight=query.value)
+                           title=f"{kind.value}, head {head.value}", highlight=query.value,
+                           mask=masks.get(kind.value))
             right.bar(range(len(k_tokens)), weights)
             right.set_xticks(range(len(k_tokens)), k_tokens, rotation=60)
             right.set_ylim(0, 1)
+            right.set_xlabel("key")
+            right.set_ylabel("attention weight")
             right.set_title(f"weights of query '{q_tokens[query.value]}' (sum {weights.sum():.2f})")
-            fig.tight_layout()
             plt.show()
 
     for control in (kind, head, query):
@@ -118,3 +140,47 @@ def toy_attention_examples(sharpness=4.0):
         "causal": (weights(en, en, previous, causal_mask(len(ENGLISH))), ENGLISH, ENGLISH),
         "cross": (weights(de, en, identity), GERMAN, ENGLISH),
     }
+
+
+# ----------------------------------------------------------------------------- other notebooks
+def plot_positional_encoding(P, dims, base=10000.0):
+    """P (T, d_model) as a heatmap with a colour bar, and the columns ``dims`` against the
+    position t = 1..T, each labelled sin or cos with its period 2*pi / omega_k, where
+    omega_k = base^(-2k/d_model) and k = dim // 2 (notebook 03, eqs. 10-11). Returns the figure.
+    """
+    T, d_model = P.shape
+    positions = np.arange(1, T + 1)
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(13, 4.2), layout="constrained",
+                                   gridspec_kw={"width_ratios": [1.3, 1]})
+    im = ax0.imshow(P, aspect="auto", cmap="RdBu", vmin=-1, vmax=1,
+                    extent=(-0.5, d_model - 0.5, T + 0.5, 0.5))
+    ax0.set(xlabel="dimension i", ylabel="position t", title=f"P for T = {T}, d_model = {d_model}")
+    fig.colorbar(im, ax=ax0, label="P[t, i]")
+    for n, i in enumerate(dims):
+        color = f"C{n}"
+        period = 2 * np.pi * base ** (2 * (i // 2) / d_model)
+        ax0.axvline(i, color=color, linewidth=2.5)
+        ax1.plot(positions, P[:, i], color=color,
+                 label=f"i = {i} ({'sin' if i % 2 == 0 else 'cos'}, period {period:.0f})")
+    ax1.set(xlabel="position t", ylabel="P[t, i]", ylim=(-1.1, 1.6),
+            title="the marked columns: lower frequency to the right")
+    ax1.legend(fontsize=8, ncol=2, loc="upper center")
+    return fig
+
+
+def plot_depth_profile(norms, ylabel="gradient norm at initialisation"):
+    """One curve per model across depth: norms {model name: {kind: values per layer}}, one
+    panel per kind (e.g. "attention", "ffn"), layers numbered from the input. Returns the figure."""
+    kinds = list(next(iter(norms.values())))
+    fig, axes = plt.subplots(1, len(kinds), figsize=(5.5 * len(kinds), 3.4), sharey=True,
+                             squeeze=False, layout="constrained")
+    for (name, by_kind), style in zip(norms.items(), ("o-", "s--", "^:", "d-.")):
+        for ax, kind in zip(axes[0], kinds):
+            values = by_kind[kind]
+            ax.plot(range(1, len(values) + 1), values, style, label=name)
+            ax.set(title=f"{kind} weights", xlabel="layer (1 = next to the input)")
+            ax.set_xticks(range(1, len(values) + 1))
+    axes[0, 0].set_ylabel(ylabel)
+    axes[0, 0].set_ylim(bottom=0)
+    axes[0, 0].legend()
+    return fig

@@ -1,11 +1,14 @@
-"""course_lib.viz: the toy heads do what they claim; plots and the explorer build and update."""
+"""course_lib.viz: the toy heads do what they claim; plots carry colour bars, labels and masks;
+the explorer builds and updates."""
 import matplotlib
 
 matplotlib.use("Agg")
 
+import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from course_lib import viz  # noqa: E402
+from course_lib.attention import causal_mask  # noqa: E402
 
 
 def test_toy_examples_show_the_advertised_heads():
@@ -27,7 +30,7 @@ def test_toy_examples_show_the_advertised_heads():
 def test_plots_draw_without_error():
     A, q, k = viz.toy_attention_examples()["cross"]
     fig = viz.plot_heads(A, q, k, title="cross")
-    assert len(fig.axes) == 2
+    assert len(fig.axes) == 3  # two heads and their colour bar
     im = viz.plot_attention(A[0], q, k, highlight=2)
     assert im.get_array().shape == A[0].shape
 
@@ -43,3 +46,80 @@ def test_explorer_updates_its_sliders_for_each_example():
     kind.value = "cross"
     head.value, query.value = 1, 4
     assert (head.max, query.max) == (1, 5)
+
+
+def test_heatmaps_have_a_colour_bar_and_draw_masked_cells_apart():
+    A, q, k = viz.toy_attention_examples()["causal"]
+    mask = causal_mask(len(q))
+    fig, ax = plt.subplots()
+    im = viz.plot_attention(A[0], q, k, ax, mask=mask)
+    assert im.colorbar is not None and im.colorbar.ax.get_ylabel() == "attention weight"
+    shown = im.get_array()
+    assert np.array_equal(np.ma.getmaskarray(shown), ~mask)  # masked cells are 'bad' ...
+    bad = im.cmap(np.ma.masked_invalid([np.nan]))[0]
+    assert np.allclose(bad, matplotlib.colors.to_rgba(viz.MASKED_COLOR))  # ... and drawn grey
+    assert not np.allclose(im.cmap(0.0), bad)  # a zero weight looks different from a masked cell
+    hatched = [p for p in ax.patches if p.get_hatch()]
+    assert len(hatched) == (~mask).sum()
+    assert "masked" in ax.get_xlabel()
+    plt.close(fig)
+    # without a mask nothing is greyed out, and small weights stay colours of the map
+    fig, ax = plt.subplots()
+    im = viz.plot_attention(A[0], q, k, ax)
+    assert not np.ma.getmaskarray(im.get_array()).any() and ax.get_xlabel() == "key"
+    plt.close(fig)
+
+
+def test_plot_heads_has_one_shared_colour_bar():
+    A, q, k = viz.toy_attention_examples()["cross"]
+    fig = viz.plot_heads(A, q, k, mask=np.ones((len(q), len(k)), bool))
+    bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+    assert len(bars) == 1 and len(fig.axes) == 3
+    plt.close(fig)
+
+
+def test_explorer_bar_chart_has_axis_labels_and_shows_masks():
+    examples = viz.toy_attention_examples()
+    box = viz.attention_explorer(examples, masks={"causal": causal_mask(6)})
+    assert box is not None  # drawing happens in the Output widget; check the figure directly:
+    A, q, k = examples["causal"]
+    fig, ax = plt.subplots()
+    im = viz.plot_attention(A[0], q, k, ax, mask=causal_mask(6), colorbar=False)
+    assert im.colorbar is None and np.ma.getmaskarray(im.get_array()).sum() == 15
+    plt.close(fig)
+
+
+def test_positional_encoding_plot_labels_its_columns():
+    from course_lib.positional import sinusoidal_encoding
+
+    P = sinusoidal_encoding(np.arange(1, 101), 64)
+    fig = viz.plot_positional_encoding(P, dims=(8, 17))
+    (colorbar,) = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+    heat, curves = [ax for ax in fig.axes if ax is not colorbar]
+    assert heat.images and colorbar.get_ylabel() == "P[t, i]"
+    labels = [line.get_label() for line in curves.get_lines()]
+    assert labels == ["i = 8 (sin, period 20)", "i = 17 (cos, period 63)"]
+    assert curves.get_xlabel() == "position t" and curves.get_ylabel() == "P[t, i]"
+    assert np.allclose(curves.get_lines()[1].get_ydata(), P[:, 17])
+    plt.close(fig)
+
+
+def test_depth_profile_plots_every_model_and_kind():
+    norms = {"post-LN": {"attention": [1, 2, 3], "ffn": [2, 3, 4]},
+             "pre-LN": {"attention": [1, 1, 1], "ffn": [1, 1, 0.5]}}
+    fig = viz.plot_depth_profile(norms)
+    assert [ax.get_title() for ax in fig.axes] == ["attention weights", "ffn weights"]
+    assert fig.axes[0].get_ylabel() == "gradient norm at initialisation"
+    assert all(ax.get_xlabel() == "layer (1 = next to the input)" for ax in fig.axes)
+    assert list(fig.axes[1].get_lines()[0].get_ydata()) == [2, 3, 4]
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["post-LN", "pre-LN"]
+    plt.close(fig)
+
+
+def test_results_bar_chart_has_axis_labels():
+    from course_lib.train import plot_results
+
+    fig = plot_results({"1-gram": {"bpc": 4.0}, "LSTM": {"bpc": 2.0}})
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "model" and ax.get_ylabel() == "validation bits per character"
+    plt.close(fig)

@@ -101,7 +101,7 @@ def _die_cases(rng, hidden):
                      u=rng.random(6)),
                 dict(weights=np.array([[0.0, 0, 2, 1], [1, 0, 1, 2], [3, 1, 0, 0]]),
                      u=np.array([0.0, 0.25, 0.5])),
-                dict(weights=np.array([[2.0], [0.5]]), u=np.array([0.3, 0.9]))]
+                dict(weights=rng.random((2, 1)) + 0.5, u=rng.random(2))]
     probs = rng.random((10, 8)) ** 3
     return [dict(weights=probs / probs.sum(1, keepdims=True), u=rng.random(10)),
             dict(weights=np.array([[1.0]]), u=np.array([0.7])),
