@@ -138,6 +138,9 @@ def _input_changes(ex: Exercise, case: dict) -> dict[str, dict]:
             for step in (1, -1):
                 changes[f"`{name}` {'+' if step > 0 else '-'} 1 in place of `{name}`"] = \
                     {**case, name: kind(value + step)}
+            if kind is int:  # an axis or a count fixed in the code instead of the argument
+                for fixed in (0, -1):
+                    changes[f"{fixed} in place of `{name}`"] = {**case, name: fixed}
             for label, f in factors.items():
                 scaled = value * f
                 changes[f"`{name}` multiplied by {label}"] = \
@@ -199,7 +202,7 @@ def transformed_output(ex: Exercise, failing: list, k: int) -> str | None:
         return None
     if all(g.shape == w.shape for _, g, w in pairs):
         ratios = [_ratio(g, w) for _, g, w in pairs]
-        if all(r is not None for r in ratios):
+        if all(r is not None for r in ratios) and sum(w.size for _, _, w in pairs) > 1:
             if all(abs(r + 1) < 1e-6 for r in ratios):
                 return f"{name} has the right size but the opposite sign: a sign is flipped."
             label = _common_label([_factors(ex, c) for c, _, _ in pairs],
@@ -213,7 +216,7 @@ def transformed_output(ex: Exercise, failing: list, k: int) -> str | None:
         offsets = [(g.astype(np.float64) - w).ravel() for _, g, w in pairs]
         if all(np.allclose(o, o[0], rtol=0, atol=1e-9 + 1e-6 * abs(o[0])) and o[0] != 0 for o in offsets):
             values = {round(float(o[0]), 6) for o in offsets}
-            if len(values) == 1:
+            if len(values) == 1 and sum(o.size for o in offsets) > 1:  # one number proves nothing
                 return f"every entry of {name} is off by {values.pop():+g}: check an offset or a count."
     swap = _axes_swapped(pairs)
     if swap:

@@ -237,7 +237,7 @@ N04 = [
 # Written after the diagnoses, without trying them first: how far the diagnoses reach.
 BLIND = [
     Mutant("00", "warmup.softmax", "normalised over axis 0 whatever the axis", _SOFTMAX +
-           "    return e / e.sum(axis=0, keepdims=True)", "an axis other than the last"),
+           "    return e / e.sum(axis=0, keepdims=True)", "0 in place of `axis`"),
     Mutant("01", "lm.perplexity", "probabilities clipped at 1e-3",
            "def perplexity(probs, targets):\n    p = np.maximum(probs[np.arange(len(targets)), targets], 1e-3)\n"
            "    return np.exp(-np.log(p).mean()), -np.log2(p).mean()", "clip"),

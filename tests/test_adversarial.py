@@ -308,3 +308,13 @@ BYSTANDER_FAULTS = {
 def test_a_fault_in_a_cell_of_its_own_costs_nothing(tmp_path, guarded, fault):
     _, _, result = graded(submission(tmp_path, after_softmax=[BYSTANDER_FAULTS[fault]]))
     assert result.total == 4, [e.messages for e in result.exercises]
+
+
+def test_the_graders_helpers_in_a_learners_own_cells_cost_nothing(tmp_path, guarded):
+    """show_case and the registry in cells of one's own: no effect while graded, no lost marks."""
+    path = submission(tmp_path, after_softmax=[
+        "case = show_case('warmup.softmax', 2)\nsoftmax(**case)",
+        "from autograder.exercises import get\nget('warmup.softmax').public_cases()",
+        "import autograder.judge as j\nprint(j)"])
+    softmax, jvp, result = graded(path)
+    assert result.total == 4, [e.messages for e in result.exercises]
