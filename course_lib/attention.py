@@ -9,8 +9,10 @@ Row form (seed 001 eq. 4, the lecture notebook; what the code of the course uses
 
 Column form (seed 000, the blog): X (d, T) holds one token per column, Q = A X, K = B X,
 V = C X with projections A, B, C (h, d), and Z = V softmax(Q^T K / sqrt(h)) with the softmax
-taken column-wise. Its attention matrix is the transpose of the row form's; see
-``self_attention_col_forward`` for the exact correspondence.
+taken column-wise. Its letters appear only in the ``self_attention_col_*`` functions; in the
+glossary's row form (course_lib/README.md) they are X_blog = X^T, A = W_k^T, B = W_q^T,
+C = W_v^T, Att = A^T (the row form's weights), Z = out^T, E = dout^T, and the blog's h is d_k.
+``self_attention_col_forward`` says why A makes the keys.
 
 Masks are boolean, True where a query may attend to a key (PyTorch's convention for a
 boolean ``attn_mask``), broadcastable to (..., T_q, T_k). Seed 001's additive mask is
@@ -30,6 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from course_lib.runmode import progress
 from course_lib.softmax import softmax, softmax_jvp
 
 
@@ -300,11 +303,12 @@ def backward_timings(seq_lens, batch_heads=8, d_k=64, repeats=5, device="cpu",
     random (batch_heads, T, d_k) inputs with a causal mask. The two paths take turns, so a
     burst of load on a shared machine hits both. Returns one dict per T with the best of
     ``repeats`` runs in seconds for "manual" and "autograd" (after one warm-up run each) and
-    their ratio autograd / manual (above 1: the hand-derived pass is faster).
+    their ratio autograd / manual (above 1: the hand-derived pass is faster). In full mode a
+    progress bar counts the sequence lengths.
     """
     paths = {"manual": attention_torch, "autograd": attention_autograd_torch}
     rows = []
-    for T in seq_lens:
+    for T in progress(seq_lens, desc="sequence lengths"):
         gen = torch.Generator().manual_seed(T)
         q, k, v = (torch.randn(batch_heads, T, d_k, generator=gen, dtype=dtype).to(device)
                    .requires_grad_() for _ in range(3))

@@ -228,3 +228,21 @@ class ResidualStackLM(nn.Module):
             norms["attention" if i % 2 == 0 else "ffn"].append(
                 float(torch.sqrt(sum((g * g).sum() for g in grads))))
         return norms
+
+
+def grad_norms_at_init(order, idx, targets, n_inits=5, **config):
+    """Gradient norm of each layer's attention and FFN weights after one backward pass at
+    initialisation, averaged over ``n_inits`` initialisations (torch seeds 0, 1, ...).
+
+    idx, targets: (B, T) on the device to use; config: the other arguments of
+    ``ResidualStackLM`` (vocab_size, d_model, n_layers, n_heads). Returns
+    {"attention": (n_layers,), "ffn": (n_layers,)}, layer 1 first.
+    """
+    runs = []
+    for seed in range(n_inits):
+        torch.manual_seed(seed)
+        model = ResidualStackLM(order=order, **config).to(idx.device)
+        _, loss = model(idx, targets)
+        loss.backward()
+        runs.append(model.sublayer_grad_norms())
+    return {kind: np.mean([run[kind] for run in runs], axis=0) for kind in runs[0]}

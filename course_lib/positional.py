@@ -13,12 +13,20 @@ Pair k turns at the angular frequency
 and holds [sin(omega_k t), cos(omega_k t)] in the sinusoidal encoding. The rotation A(m)
 (eq. 12) is block diagonal with one 2x2 block per pair,
 
-    R(omega_k m) = [[ cos(omega_k m), sin(omega_k m)],
-                    [-sin(omega_k m), cos(omega_k m)]],
+    [[ cos(omega_k m), sin(omega_k m)],
+     [-sin(omega_k m), cos(omega_k m)]],
 
-so that A(m) P[t] = P[t + m]. RoPE rotates each query and key at position t by the same
-A(t), with the same adjacent pairing (2k, 2k+1) -- *not* the "first half / second half"
-pairing some libraries use -- so that q(m) . k(n) = q . A(n - m) k depends on n - m only.
+so that A(m) P[t] = P[t + m]. Because a pair holds (sin, cos), moving *forward* m positions
+turns it by -omega_k m in the plane of its two coordinates.
+
+RoPE (Su et al. 2021, "RoFormer", section 3.2) rotates the query or key at position t
+by R(t), whose 2x2 blocks turn by +omega_k t:
+
+    [[cos(omega_k t), -sin(omega_k t)],
+     [sin(omega_k t),  cos(omega_k t)]],        so R(t) = A(t)^T = A(-t),
+
+on the same adjacent pairs (2k, 2k+1) -- *not* the "first half / second half" pairing some
+libraries use -- so that R(m) q . R(n) k = q . R(n - m) k depends on n - m only.
 
 numpy functions are the reference (float64 friendly); the ``*_torch`` twins are the
 device-agnostic fast path and are tested against them.
@@ -60,6 +68,7 @@ def rotation_matrix(m, d_model: int, base: float = BASE) -> np.ndarray:
     """A(m) of eq. (12): block-diagonal 2x2 rotations, one per pair. Shape (d_model, d_model).
 
     A(m) @ P[t] == P[t + m] for every t: shifting by m is the same linear map everywhere.
+    Blocks [[cos, sin], [-sin, cos]] at omega_k m; RoPE's rotation R(m) is A(m)^T = A(-m).
     """
     theta = m * frequencies(d_model, base)  # (d_model/2,)
     c, s = np.cos(theta), np.sin(theta)
@@ -71,14 +80,16 @@ def rotation_matrix(m, d_model: int, base: float = BASE) -> np.ndarray:
 
 
 def apply_rope(x, positions, base: float = BASE) -> np.ndarray:
-    """Rotary position embedding: row t of ``x`` becomes A(positions[t]) @ x[..., t, :].
+    """RoPE (Su et al.): row t of ``x`` becomes R(positions[t]) @ x[..., t, :].
 
     x:         (..., T, d) queries or keys (leading axes such as B, n_heads are kept), d even.
     positions: (T,) position of each row.
-    Returns an array of the same shape. Only the adjacent pairs (2k, 2k+1) are mixed.
+    Returns an array of the same shape. Only the adjacent pairs (2k, 2k+1) are mixed:
+    out[2k] = cos * x[2k] - sin * x[2k+1], out[2k+1] = sin * x[2k] + cos * x[2k+1], at the
+    angle omega_k t, i.e. R(t) = A(t)^T = A(-t) with A of ``rotation_matrix``.
 
-    Because A(t) is a rotation, its transpose is A(-t): the backward of RoPE is
-    ``apply_rope(dout, -positions)``, and (A(m) q) . (A(n) k) = q . A(n - m) k.
+    R(t) is a rotation, so its transpose is R(-t): the backward of RoPE is
+    ``apply_rope(dout, -positions)``, and (R(m) q) . (R(n) k) = q . R(n - m) k.
     """
     x = np.asarray(x)
     d = x.shape[-1]
@@ -86,8 +97,8 @@ def apply_rope(x, positions, base: float = BASE) -> np.ndarray:
     c, s = np.cos(theta), np.sin(theta)
     x_even, x_odd = x[..., 0::2], x[..., 1::2]  # (..., T, d/2) each
     out = np.empty(np.broadcast_shapes(x.shape, (theta.shape[0], d)), dtype=np.result_type(x, c))
-    out[..., 0::2] = c * x_even + s * x_odd
-    out[..., 1::2] = -s * x_even + c * x_odd
+    out[..., 0::2] = c * x_even - s * x_odd
+    out[..., 1::2] = s * x_even + c * x_odd
     return out
 
 
@@ -113,7 +124,7 @@ def apply_rope_torch(x: torch.Tensor, positions: torch.Tensor, base: float = BAS
     theta = positions.to(x.dtype)[:, None] * frequencies_torch(d, base, x.device, x.dtype)
     c, s = theta.cos(), theta.sin()  # (T, d/2)
     x_even, x_odd = x[..., 0::2], x[..., 1::2]
-    return torch.stack((c * x_even + s * x_odd, -s * x_even + c * x_odd), dim=-1).flatten(-2)
+    return torch.stack((c * x_even - s * x_odd, s * x_even + c * x_odd), dim=-1).flatten(-2)
 
 
 class LearnedPositionEmbedding(nn.Module):

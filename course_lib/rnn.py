@@ -71,7 +71,8 @@ def rnn_backward(dh, cache):
 def softmax_cross_entropy(logits, targets):
     """Loss summed over every position, and its gradient (seed: l = sum_t l_t).
 
-    logits: (..., V), targets: (...) ints. Returns (loss (scalar), dlogits (..., V)).
+    logits: (..., vocab_size), targets: (...) ints.
+    Returns (loss (scalar), dlogits (..., vocab_size)).
     """
     z = logits - logits.max(axis=-1, keepdims=True)  # same softmax, no overflow
     logp = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
@@ -82,15 +83,16 @@ def softmax_cross_entropy(logits, targets):
 def rnn_lm_loss(params: dict, idx, targets):
     """A whole numpy RNN-LM: one-hot input, Elman RNN, output layer, summed loss.
 
-    params: Wxh (V, H), Whh (H, H), b (H,), Why (H, V), by (V,); idx, targets: (B, T) ints.
+    params: Wxh (vocab_size, H), Whh (H, H), b (H,), Why (H, vocab_size), by (vocab_size,);
+    idx, targets: (B, T) ints.
     Returns (loss, grads) with grads keyed like params: the example the notebook
     gradient-checks, BPTT included.
     """
-    V = params["Why"].shape[1]
-    x = np.eye(V)[idx]  # (B, T, V)
+    vocab_size = params["Why"].shape[1]
+    x = np.eye(vocab_size)[idx]  # (B, T, vocab_size)
     h0 = np.zeros((idx.shape[0], params["Whh"].shape[0]))
     h, cache = rnn_forward(x, h0, params["Wxh"], params["Whh"], params["b"])
-    logits = h @ params["Why"] + params["by"]  # (B, T, V)
+    logits = h @ params["Why"] + params["by"]  # (B, T, vocab_size)
     loss, dlogits = softmax_cross_entropy(logits, targets)
     grads = {"Why": np.einsum("bth,btv->hv", h, dlogits), "by": dlogits.sum(axis=(0, 1))}
     _, _, grads["Wxh"], grads["Whh"], grads["b"] = rnn_backward(dlogits @ params["Why"].T, cache)

@@ -31,3 +31,16 @@ def pick(full, ci, grade=None):
     >>> steps = pick(full=3000, ci=200, grade=0)
     """
     return {"full": full, "ci": ci, "grade": ci if grade is None else grade}[mode()]
+
+
+def progress(iterable, **kwargs):
+    """``iterable`` wrapped in a progress bar with an ETA (tqdm), shown in full mode only.
+
+    In the CI and grading modes the loops are short and their output is kept clean: the bar
+    is disabled (it still iterates and accepts ``set_postfix``). Keyword arguments go to tqdm.
+
+    >>> for step in progress(range(steps), desc="training"): ...
+    """
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, disable=mode() != "full", **kwargs)

@@ -1,7 +1,7 @@
 """One trainer, one evaluator and one results table for every language model in the course.
 
-Models follow ``forward(idx (B, T), targets (B, T) or None) -> (logits (B, T, V), loss)``
-with ``loss`` the mean cross-entropy in nats; the trainer knows nothing else about them.
+Models follow ``forward(idx (B, T), targets (B, T) or None) -> (logits (B, T, vocab_size),
+loss)`` with ``loss`` the mean cross-entropy in nats; the trainer knows nothing else about them.
 The evaluator scores every model on the same validation chunks (``EVAL_BLOCK`` characters,
 each starting from an empty context), so notebook 01's n-grams, RNN and LSTM and notebook
 06's GPT land in one comparable table, stored as JSON in the data cache.
@@ -76,11 +76,10 @@ def train(model, train_ids: np.ndarray, *, steps: int, val_ids: np.ndarray | Non
 
     Every ``eval_every`` steps records the mean training loss since the last record and the
     validation loss on the first ``eval_chars`` of ``val_ids``; with ``plot`` a live loss
-    plot updates in the notebook. Gradients are clipped at norm 1, which keeps RNNs from
-    the occasional exploding step. Returns {"step": [...], "train": [...], "val": [...]}.
+    plot updates in the notebook, and in full mode a progress bar shows the ETA. Gradients
+    are clipped at norm 1, which keeps RNNs from the occasional exploding step.
+    Returns {"step": [...], "train": [...], "val": [...]}.
     """
-    from tqdm.auto import tqdm
-
     device = device or default_device()
     block_size = block_size or model.block_size
     rng = np.random.default_rng(seed)
@@ -88,7 +87,7 @@ def train(model, train_ids: np.ndarray, *, steps: int, val_ids: np.ndarray | Non
     model.to(device).train()
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     history, running, live = {"step": [], "train": [], "val": []}, [], None
-    for step in (bar := tqdm(range(1, steps + 1), desc=type(model).__name__)):
+    for step in (bar := runmode.progress(range(1, steps + 1), desc=type(model).__name__)):
         x, y = get_batch(train_ids, batch_size, block_size, rng, device)
         _, loss = model(x, y)
         opt.zero_grad(set_to_none=True)
@@ -169,6 +168,7 @@ def plot_results(results: dict):
     fig, ax = plt.subplots(figsize=(7, 3))
     names = list(results)
     ax.bar(names, [results[n]["bpc"] for n in names], color="tab:blue")
+    ax.set_xlabel("model")
     ax.set_ylabel("validation bits per character")
     ax.set_title("Lower is better; perplexity = 2 ** bits")
     fig.tight_layout()

@@ -22,9 +22,9 @@ MUTANTS = {  # name: [(grade_id, old, new, exercise id, mistake name the feedbac
         ("positional_sinusoidal", "P[:, 0::2] = np.sin(angles)\n    P[:, 1::2] = np.cos(angles)",
          "P[:, 0::2] = np.cos(angles)\n    P[:, 1::2] = np.sin(angles)",
          "positional.sinusoidal", "sin/cos order swapped"),
-        ("positional_rope", "c * x[..., 0::2] + s * x[..., 1::2]", "c * x[..., 0::2] - s * x[..., 1::2]",
+        ("positional_rope", "c * x[..., 0::2] - s * x[..., 1::2]", "c * x[..., 0::2] + s * x[..., 1::2]",
          "positional.rope", "rotation sign flipped"),
-        ("positional_rope", "-s * x[..., 0::2]", "s * x[..., 0::2]", None, None),
+        ("positional_rope", "= s * x[..., 0::2]", "= -s * x[..., 0::2]", None, None),
     ],
     "exponent per pair": [
         ("positional_sinusoidal", "2 * k / d_model", "k / d_model",

@@ -49,12 +49,20 @@ def test_odd_d_model_is_refused():
         pe.sinusoidal_encoding([1], 5)
 
 
-def test_rope_rotates_each_row_by_A_t(rng):
+def test_rope_rotates_each_row_by_R_t_the_transpose_of_A_t(rng):
     x, pos = rng.normal(size=(2, 3, 6, 8)), np.array([0, 4, 9, 2, 30, 5])
     out = pe.apply_rope(x, pos)
     for t in range(6):
-        np.testing.assert_allclose(out[..., t, :], x[..., t, :] @ pe.rotation_matrix(pos[t], 8).T,
-                                   atol=1e-12)
+        R = pe.rotation_matrix(pos[t], 8).T  # RoPE's R(t) = A(t)^T = A(-t)
+        np.testing.assert_allclose(out[..., t, :], x[..., t, :] @ R.T, atol=1e-12)
+
+
+def test_rope_turns_by_plus_m_theta_as_in_the_paper():
+    """Su et al.: pair (x_1, x_2) at position m becomes (x_1 cos m.theta - x_2 sin m.theta,
+    x_1 sin m.theta + x_2 cos m.theta); with d = 2, theta = 1."""
+    m = 0.3
+    got = pe.apply_rope(np.array([[1.0, 0.0], [0.0, 1.0]]), [m, m])
+    np.testing.assert_allclose(got, [[np.cos(m), np.sin(m)], [-np.sin(m), np.cos(m)]], atol=1e-15)
 
 
 def test_rope_scores_depend_only_on_the_offset(rng):

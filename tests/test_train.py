@@ -79,3 +79,14 @@ def test_temperature_zero_and_top_1_are_greedy(corpus):
 def test_top_k_keeps_k_faces():
     probs = generate.next_token_probs(torch.tensor([[0.0, 3.0, 1.0, 2.0]]), top_k=2)
     assert (probs[0] > 0).tolist() == [False, True, False, True]
+
+
+@pytest.mark.parametrize("mode, shown", [("full", True), ("ci", False), ("grade", False)])
+def test_progress_bar_only_in_full_mode(monkeypatch, mode, shown):
+    from course_lib.runmode import progress
+
+    monkeypatch.setenv("COURSE_MODE", mode)
+    bar = progress(range(3), desc="steps")
+    assert bar.disable is not shown
+    assert list(bar) == [0, 1, 2]
+    bar.set_postfix(loss="1.0")  # accepted whether shown or not

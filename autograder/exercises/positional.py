@@ -2,13 +2,15 @@
 
 Convention (course_lib.positional): pairs of adjacent dimensions (2k, 2k+1), pair k at
 omega_k = 10000^(-2k/d_model), sin first then cos; A(m) has the 2x2 blocks
-[[cos, sin], [-sin, cos]]; RoPE rotates row t by A(positions[t]).
+[[cos, sin], [-sin, cos]] (seed 001, eq. 12: A(m) P[t] = P[t + m]); RoPE rotates row t
+by R(positions[t]), the blocks [[cos, -sin], [sin, cos]] of Su et al., i.e. R(t) = A(-t).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from autograder.exercise import Exercise, Mistake
+from autograder.features import shape_features
 from course_lib.positional import apply_rope, rotation_matrix, sinusoidal_encoding
 
 NO_LIBRARY = ("course_lib.positional", "torch")
@@ -18,7 +20,9 @@ NO_LIBRARY = ("course_lib.positional", "torch")
 def _encoding_cases(rng, hidden):
     if not hidden:
         return [dict(positions=np.arange(1, 7), d_model=4),  # the seed counts t = 1 .. n
-                dict(positions=np.arange(1, 11), d_model=16)]
+                dict(positions=np.arange(1, 11), d_model=16),
+                dict(positions=np.array([rng.integers(1, 20), 0, rng.integers(1, 20)]), d_model=2),
+                dict(positions=rng.integers(1000, 5000, size=1), d_model=8)]
     return [dict(positions=np.arange(0, 5), d_model=2),
             dict(positions=np.array([3]), d_model=8),
             dict(positions=rng.integers(0, 400, size=12), d_model=32),
@@ -66,6 +70,10 @@ SINUSOIDAL_MISTAKES = [
     Mistake("exponent k/d_model instead of 2k/d_model",
             "the exponent is 2k / d_model (eq. 10), so the slowest pair reaches almost 1/10000.",
             wrong=lambda positions, d_model: _interleave(*_pairs(positions, d_model, k_scale=1.0))),
+    Mistake("omega_k = 10000^(2k/d_model) without the minus sign",
+            "the frequencies fall from 1 to about 1/10000: omega_k = 1 / 10000^(2k/d_model), "
+            "a negative exponent.",
+            wrong=lambda positions, d_model: _interleave(*_pairs(positions, d_model, k_scale=-2.0))),
     Mistake("base 1000 instead of 10000",
             "the wavelengths grow geometrically up to 10000 * 2 pi: the base is 10000.",
             wrong=lambda positions, d_model: _interleave(*_pairs(positions, d_model, base=1000.0))),
@@ -84,7 +92,9 @@ SINUSOIDAL_MISTAKES = [
 # ------------------------------------------------------------------------- rotation A(m)
 def _rotation_cases(rng, hidden):
     if not hidden:
-        return [dict(m=1, d_model=4), dict(m=3, d_model=8)]
+        return [dict(m=int(rng.integers(1, 5)), d_model=4), dict(m=int(rng.integers(2, 9)), d_model=8),
+                dict(m=-int(rng.integers(1, 6)), d_model=2), dict(m=0, d_model=4),
+                dict(m=int(rng.integers(100, 300)), d_model=6)]
     return [dict(m=0, d_model=6), dict(m=5, d_model=2), dict(m=17, d_model=16),
             dict(m=-4, d_model=8), dict(m=250, d_model=32)]
 
@@ -112,7 +122,7 @@ def _theta(m, d_model, k_scale=2.0):
 ROTATION_MISTAKES = [
     Mistake("rotation sign flipped",
             "with the blocks [[cos, -sin], [sin, cos]] you get A(m) P[t] = P[t - m]; seed 001 "
-            "uses R = [[cos, sin], [-sin, cos]] so that A(m) P[t] = P[t + m].",
+            "uses the blocks [[cos, sin], [-sin, cos]] so that A(m) P[t] = P[t + m].",
             wrong=lambda m, d_model: rotation_matrix(-m, d_model)),
     Mistake("same angle m in every block",
             "block k rotates by omega_k * m, not by m: each pair turns at its own frequency.",
@@ -133,7 +143,10 @@ ROTATION_MISTAKES = [
 def _rope_cases(rng, hidden):
     if not hidden:
         return [dict(x=rng.normal(size=(4, 4)), positions=np.arange(4)),
-                dict(x=rng.normal(size=(2, 5, 8)), positions=np.arange(3, 8))]
+                dict(x=rng.normal(size=(2, 5, 8)), positions=np.arange(3, 8)),
+                dict(x=rng.normal(size=(2, 2, 3, 2)),
+                     positions=np.array([rng.integers(100, 400), 0, rng.integers(1, 20)])),
+                dict(x=rng.normal(size=(1, 4)), positions=rng.integers(1, 20, size=1))]
     return [dict(x=rng.normal(size=(3, 2)), positions=np.array([0, 1, 2])),
             dict(x=rng.normal(size=(2, 3, 6, 16)), positions=np.arange(6)),  # (B, n_heads, T, d_k)
             dict(x=rng.normal(size=(1, 6)), positions=np.array([9])),
@@ -144,9 +157,9 @@ def _rope_cases(rng, hidden):
 def _rope_halves(x, positions, sign=1.0):
     d = x.shape[-1]
     theta = np.asarray(positions, float)[:, None] * 10000.0 ** (-2.0 * np.arange(d // 2) / d)
-    c, s = np.cos(theta), sign * np.sin(theta)
+    c, s = np.cos(theta), sign * np.sin(theta)  # sign -1: turned the wrong way
     a, b = x[..., : d // 2], x[..., d // 2:]
-    return np.concatenate([c * a + s * b, -s * a + c * b], axis=-1)
+    return np.concatenate([c * a - s * b, s * a + c * b], axis=-1)
 
 
 ROPE_MISTAKES = [
@@ -155,11 +168,12 @@ ROPE_MISTAKES = [
             "paired x[k] with x[k + d/2] (the 'rotate half' convention of some libraries).",
             wrong=lambda x, positions: _rope_halves(x, positions)),
     Mistake("rotation sign flipped",
-            "row t must become A(t) x with A as in the previous exercise: "
-            "out[2k] = cos * x[2k] + sin * x[2k+1], out[2k+1] = -sin * x[2k] + cos * x[2k+1].",
+            "RoPE turns each pair by +omega_k t (Su et al.): out[2k] = cos * x[2k] - sin * x[2k+1], "
+            "out[2k+1] = sin * x[2k] + cos * x[2k+1]. The blocks of A(t) from the previous "
+            "exercise turn the other way (R(t) = A(t)^T = A(-t)).",
             wrong=lambda x, positions: apply_rope(x, -np.asarray(positions))),
     Mistake("RoPE pairing convention mixed and rotation sign flipped",
-            "pair adjacent dimensions (2k, 2k+1), and use the blocks [[cos, sin], [-sin, cos]].",
+            "pair adjacent dimensions (2k, 2k+1), and use RoPE's blocks [[cos, -sin], [sin, cos]].",
             wrong=lambda x, positions: _rope_halves(x, positions, sign=-1.0)),
     Mistake("encoding added instead of rotating",
             "RoPE does not add P[t]: it rotates each pair of x by the angle omega_k * t.",
@@ -170,6 +184,15 @@ ROPE_MISTAKES = [
 ]
 
 
+def _positions_features(**more):
+    return shape_features(**{
+        "position 0": lambda c: (np.asarray(c["positions"]) == 0).any(),
+        "a single position": lambda c: np.size(c["positions"]) == 1,
+        "positions not in increasing order": lambda c: (np.diff(c["positions"]) <= 0).any(),
+        "large positions (100 or more)": lambda c: (np.asarray(c["positions"]) >= 100).any(),
+        **more})
+
+
 EXERCISES = [
     Exercise(
         id="positional.sinusoidal",
@@ -177,6 +200,8 @@ EXERCISES = [
         signature="sinusoidal_encoding(positions, d_model) -> P",
         cases=_encoding_cases,
         reference=sinusoidal_encoding,
+        features=_positions_features(**{"d_model = 2 (one pair)": lambda c: c["d_model"] == 2}),
+        dims=lambda c: {"d_model": c["d_model"], "T": np.size(c["positions"])},
         points=2,
         output_names=("P",),
         forbidden=NO_LIBRARY,
@@ -188,6 +213,11 @@ EXERCISES = [
         signature="rotation_matrix(m, d_model) -> A",
         cases=_rotation_cases,
         reference=rotation_matrix,
+        features=shape_features(**{
+            "m = 0": lambda c: c["m"] == 0, "negative m": lambda c: c["m"] < 0,
+            "large m (100 or more)": lambda c: c["m"] >= 100,
+            "d_model = 2 (one pair)": lambda c: c["d_model"] == 2}),
+        dims=lambda c: {"d_model": c["d_model"]},
         points=2,
         output_names=("A",),
         forbidden=NO_LIBRARY,
@@ -199,6 +229,10 @@ EXERCISES = [
         signature="apply_rope(x, positions) -> x_rotated",
         cases=_rope_cases,
         reference=apply_rope,
+        features=_positions_features(**{
+            "batch axes": lambda c: c["x"].ndim > 2, "two batch axes": lambda c: c["x"].ndim > 3,
+            "d = 2 (one pair)": lambda c: c["x"].shape[-1] == 2}),
+        dims=lambda c: {"d": c["x"].shape[-1], "T": c["x"].shape[-2]},
         points=2,
         output_names=("x_rotated",),
         forbidden=NO_LIBRARY,
