@@ -1,4 +1,5 @@
-"""Sampling text from any course language model (seed 004, "Sampling from a Language Model").
+"""Sampling text from any course language model (seed 004, "Sampling from a Language Model"),
+and decoding an encoder-decoder model: greedy and beam search (notebook 05).
 
 At each step: run the model on the context, take the distribution for the last position,
 roll that weighted die, append the face, repeat. ``temperature`` divides the logits
@@ -6,10 +7,20 @@ roll that weighted die, append the face, repeat. ``temperature`` divides the log
 take the likeliest face, i.e. greedy); ``top_k`` keeps only the k likeliest faces.
 Works for every model with ``forward(idx, targets=None) -> (logits, loss)`` and a
 ``block_size`` (how much context it can use).
+
+An encoder-decoder model (``course_lib.transformer.Transformer``) translates instead: at
+test time the decoder starts from <s> and is run once per output token, each time reading
+everything it has produced so far (seed 001, "Decoder stack"). ``greedy_decode`` takes the
+likeliest token at each step; ``beam_search`` keeps the ``beam_size`` likeliest partial
+translations (by the sum of log-probabilities) and picks the best one after dividing its
+score by its length. Both need ``model.encode(src) -> memory`` and
+``model.decode(tgt_in, memory, src) -> logits``.
 """
 from __future__ import annotations
 
 import torch
+
+from course_lib.tokenize import BOS, EOS, PAD
 
 
 def next_token_probs(logits: torch.Tensor, temperature: float = 1.0,
@@ -53,3 +64,84 @@ def sample_text(model, tokenizer, prompt: str, max_new_tokens: int = 200, seed: 
     generator = torch.Generator(device=device).manual_seed(seed)
     out = sample(model, idx, max_new_tokens, generator=generator, **kwargs)
     return tokenizer.decode(out[0])
+
+
+# ------------------------------------------------------------ encoder-decoder decoding
+def next_log_probs(model, tgt_in, memory, src) -> torch.Tensor:
+    """log p(next token | source, tgt_in): (B, vocab_size) for the last position of
+    tgt_in (B, t). <pad> and <s> are never produced (their probability is set to 0)."""
+    logits = model.decode(tgt_in, memory, src)[:, -1, :].float()  # (B, vocab_size)
+    logits[:, [PAD, BOS]] = float("-inf")
+    return torch.log_softmax(logits, dim=-1)
+
+
+@torch.no_grad()
+def greedy_decode(model, src: torch.Tensor, max_len: int = 32) -> torch.Tensor:
+    """The likeliest token at every step, until </s> (or ``max_len`` tokens).
+
+    src: (B, S). Returns (B, L) ids without the <s>, L <= max_len: each row ends with its
+    </s> (unless it ran out of steps) followed by <pad>. Stops as soon as every row is done.
+    """
+    was_training = model.training
+    model.eval()
+    memory = model.encode(src)
+    out = torch.full((src.shape[0], 1), BOS, dtype=torch.long, device=src.device)
+    done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+    for _ in range(max_len):
+        nxt = next_log_probs(model, out, memory, src).argmax(dim=-1)  # (B,)
+        nxt = nxt.masked_fill(done, PAD)  # a finished row only grows <pad>
+        out = torch.cat([out, nxt[:, None]], dim=1)
+        done |= nxt == EOS
+        if done.all():
+            break
+    model.train(was_training)
+    return out[:, 1:]
+
+
+@torch.no_grad()
+def beam_search(model, src: torch.Tensor, beam_size: int = 4, max_len: int = 32,
+                alpha: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Beam search, batched over the B sources and their ``beam_size`` beams at once.
+
+    A beam's score is the sum of the log-probabilities of its tokens (a product of
+    probabilities would underflow). At each step every live beam proposes every token,
+    and the ``beam_size`` best of the beam_size * vocab_size candidates survive. A beam
+    that has produced </s> is finished: it is not extended, it keeps its score and its
+    place (it can still be pushed out by better candidates). At the end each beam's score
+    is divided by length ** alpha (its tokens, </s> included) -- without this length
+    normalisation, every extra token lowers a score, so short outputs would win -- and the
+    best beam is returned.
+
+    src: (B, S). Returns tokens (B, L) laid out as in ``greedy_decode`` and the normalised
+    scores (B,) of the returned sequences.
+    """
+    was_training = model.training
+    model.eval()
+    B, k = src.shape[0], beam_size
+    src = src.repeat_interleave(k, dim=0)  # (B*k, S): beam j of source b is row b*k + j
+    memory = model.encode(src)  # (B*k, S, d_model)
+    seqs = torch.full((B * k, 1), BOS, dtype=torch.long, device=src.device)
+    scores = torch.full((B, k), float("-inf"), device=src.device)
+    scores[:, 0] = 0.0  # all beams start as the same <s>: keep one, or we get k copies
+    done = torch.zeros(B, k, dtype=torch.bool, device=src.device)
+    lengths = torch.zeros(B, k, device=src.device)
+    for _ in range(max_len):
+        logp = next_log_probs(model, seqs, memory, src).view(B, k, -1)  # (B, k, V)
+        finished = torch.full_like(logp[0, 0], float("-inf"))
+        finished[PAD] = 0.0  # a finished beam has one continuation, <pad>, costing nothing
+        logp = torch.where(done[:, :, None], finished, logp)
+        V = logp.shape[-1]
+        cand = (scores[:, :, None] + logp).view(B, k * V)  # (B, k*V)
+        scores, flat = cand.topk(k, dim=-1)  # (B, k) each
+        beam, token = flat // V, flat % V  # (B, k): which beam it extends, with which token
+        rows = (beam + torch.arange(B, device=src.device)[:, None] * k).view(-1)  # (B*k,)
+        seqs = torch.cat([seqs[rows], token.view(-1, 1)], dim=1)  # (B*k, t+1)
+        lengths = lengths.gather(1, beam) + (~done.gather(1, beam)).float()
+        done = done.gather(1, beam) | (token == EOS)
+        if done.all():
+            break
+    final = scores / lengths.clamp(min=1) ** alpha  # (B, k), length-normalised
+    best = final.argmax(dim=-1)  # (B,)
+    rows = best + torch.arange(B, device=src.device) * k
+    model.train(was_training)
+    return seqs[rows, 1:], final.gather(1, best[:, None])[:, 0]
