@@ -19,6 +19,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from course_lib.softmax import log_softmax
+
 
 def sigmoid(z):
     return 1.0 / (1.0 + np.exp(-z))
@@ -68,16 +70,25 @@ def rnn_backward(dh, cache):
     return dx, dnext, dWxh, dWhh, db
 
 
-def softmax_cross_entropy(logits, targets):
-    """Loss summed over every position, and its gradient (seed: l = sum_t l_t).
+def softmax_cross_entropy(logits, targets, reduction: str = "sum", ignore_index: int | None = None):
+    """Cross-entropy of softmax(logits) at the targets, and its gradient.
 
-    logits: (..., vocab_size), targets: (...) ints.
+    logits: (..., vocab_size), targets: (...) ints. reduction "sum" adds the positions' losses
+    as the seed's formula does (l = sum_t l_t); "mean" divides by the number of positions
+    counted, like PyTorch's ``F.cross_entropy`` default. Positions whose target equals
+    ``ignore_index`` (padding) count for nothing and get zero gradient.
     Returns (loss (scalar), dlogits (..., vocab_size)).
     """
-    z = logits - logits.max(axis=-1, keepdims=True)  # same softmax, no overflow
-    logp = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
-    onehot = np.eye(logits.shape[-1])[targets]
-    return -(onehot * logp).sum(), np.exp(logp) - onehot
+    if reduction not in ("sum", "mean"):
+        raise ValueError(f"reduction must be 'sum' or 'mean', not {reduction!r}")
+    logp = log_softmax(logits)
+    keep = np.ones(np.shape(targets), bool) if ignore_index is None else targets != ignore_index
+    onehot = np.eye(logits.shape[-1])[np.where(keep, targets, 0)] * keep[..., None]
+    loss, dlogits = -(onehot * logp).sum(), (np.exp(logp) - onehot) * keep[..., None]
+    if reduction == "mean":
+        n = max(int(keep.sum()), 1)
+        loss, dlogits = loss / n, dlogits / n
+    return loss, dlogits
 
 
 def rnn_lm_loss(params: dict, idx, targets):

@@ -26,6 +26,17 @@ def softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
     return e / np.where(total == 0, 1.0, total)
 
 
+def log_softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
+    """log softmax(z) along ``axis``, computed as z - max - log(sum(exp(z - max))).
+
+    Accurate where softmax underflows to 0 (its log would be -inf); any shape.
+    """
+    z = np.asarray(z)
+    m = np.max(z, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    return z - m - np.log(np.sum(np.exp(z - m), axis=axis, keepdims=True))
+
+
 def softmax_jvp(s: np.ndarray, g: np.ndarray, axis: int = -1) -> np.ndarray:
     """dL/dz = s * (g - sum(g * s)) along ``axis``; ``s`` = softmax(z), ``g`` = dL/ds.
 

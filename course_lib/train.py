@@ -27,8 +27,14 @@ def default_device() -> str:
 
 def get_batch(ids: np.ndarray, batch_size: int, block_size: int, rng: np.random.Generator,
               device=None):
-    """Random windows of the token stream: x (B, T) and y = x shifted by one (B, T)."""
-    start = rng.integers(0, len(ids) - block_size - 1, size=batch_size)
+    """Random windows of the token stream: x (B, T) and y = x shifted by one (B, T).
+
+    A window needs block_size + 1 tokens, so the starts run from 0 to len(ids) - block_size - 1
+    inclusive: the last window ends on the last token, which is then a target too.
+    """
+    if len(ids) <= block_size:
+        raise ValueError(f"{len(ids)} tokens cannot hold a window of {block_size} + 1")
+    start = rng.integers(0, len(ids) - block_size, size=batch_size)  # high is exclusive
     window = start[:, None] + np.arange(block_size + 1)  # (B, T+1)
     chunk = torch.from_numpy(np.asarray(ids)[window]).to(device or default_device())
     return chunk[:, :-1], chunk[:, 1:]

@@ -90,3 +90,12 @@ def test_progress_bar_only_in_full_mode(monkeypatch, mode, shown):
     assert bar.disable is not shown
     assert list(bar) == [0, 1, 2]
     bar.set_postfix(loss="1.0")  # accepted whether shown or not
+
+
+def test_get_batch_draws_every_window_the_last_one_included():
+    ids = np.arange(10)  # windows of 4 + 1 tokens start at 0 .. 5
+    x, y = train.get_batch(ids, 400, 4, np.random.default_rng(0), "cpu")
+    assert set(x[:, 0].tolist()) == set(range(6)) and int(y.max()) == 9
+    assert (y == x + 1).all()
+    with pytest.raises(ValueError, match="cannot hold a window"):
+        train.get_batch(np.arange(4), 1, 4, np.random.default_rng(0), "cpu")
