@@ -2,9 +2,10 @@
 
 Most exercises call ``function(**case)``; the few that need more (the first of several
 returned values, a backward pass fed by the learner's own forward, a numerical gradient of a
-test function) name one of the ``CALLS`` below in their ``Exercise.call``. The grader tells
-the kernel that name in the cases file, so this module runs in the grading sandbox: it holds
-no reference and imports nothing of the grader's.
+test function, a decoder fed a model made from a table of log-probabilities) name one of the
+``CALLS`` below in their ``Exercise.call``. The grader tells the kernel that name in the
+cases file, so this module runs in the grading sandbox: it holds no reference and imports
+nothing of the grader's.
 """
 from __future__ import annotations
 
@@ -50,8 +51,32 @@ def numerical_gradient(namespace: Namespace, function: str, case: dict):
     return grad, x
 
 
+def table_model(logp: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """``next_log_probs`` of a model whose next token depends on the step and the last token.
+
+    logp: (max_len + 1, vocab_size, vocab_size), logp[t - 1, a] = log p(next | last token a)
+    for prefixes of t tokens. The returned function maps prefixes (n, t) of ints (each
+    starting with <s>) to (n, vocab_size) log-probabilities; one prefix (t,) gives (vocab_size,).
+    """
+    def next_log_probs(prefixes):
+        prefixes = np.asarray(prefixes).astype(np.int64)
+        rows = np.atleast_2d(prefixes)
+        if rows.ndim != 2 or not 1 <= rows.shape[1] <= len(logp):
+            raise ValueError(f"next_log_probs takes prefixes of shape (n, t) with 1 <= t <= "
+                             f"{len(logp)}, got shape {prefixes.shape}")
+        out = logp[rows.shape[1] - 1, rows[:, -1]]  # (n, vocab_size), a copy
+        return out[0] if prefixes.ndim == 1 else out
+    return next_log_probs
+
+
+def markov_decoder(namespace: Namespace, function: str, case: dict):
+    """The learner's decoder run on ``table_model(case["logp"])`` with the case's other arguments."""
+    args = dict(case)
+    return learner_function(namespace, function)(table_model(args.pop("logp")), **args)
+
+
 CALLS = {"first_output": first_output, "layernorm_backward": layernorm_backward,
-         "numerical_gradient": numerical_gradient}
+         "numerical_gradient": numerical_gradient, "markov_decoder": markov_decoder}
 
 
 def run(namespace: Namespace, function: str, call: str | None, case: dict):

@@ -184,3 +184,65 @@ def plot_depth_profile(norms, ylabel="gradient norm at initialisation"):
     axes[0, 0].set_ylim(bottom=0)
     axes[0, 0].legend()
     return fig
+
+
+def plot_decoding_tree(logp, names, paths=None, bos=1, eos=2, min_prob=0.01, ax=None):
+    """Every continuation of a table model as a tree, left to right (notebook 05, decoding).
+
+    logp: (max_len + 1, V, V), log p(next token | last token, step), the table that the
+    decoding exercises are graded on; names: a display name per token id. Edges carry the
+    probability of the token, finished outputs (ending in ``eos``) the probability of the
+    whole output. paths: {label: (tokens after bos, colour)}, drawn as thick coloured edges
+    (e.g. what greedy decoding and beam search chose). Branches below ``min_prob`` are left out.
+    """
+    ax = ax or plt.gca()
+    probs = np.exp(logp)
+    leaves, pos, edges = [], {}, []
+
+    def grow(prefix, p):
+        step, last = len(prefix) - 1, prefix[-1]
+        children = [] if last == eos and step > 0 or step >= len(probs) else \
+            [t for t in range(probs.shape[-1]) if probs[step, last, t] >= min_prob]
+        if not children:
+            leaves.append(prefix)
+            pos[prefix] = (step, -len(leaves), p)
+            return
+        for t in children:
+            q = probs[step, last, t]
+            edges.append((prefix, prefix + (t,), q))
+            grow(prefix + (t,), p * q)
+        ys = [pos[prefix + (t,)][1] for t in children]
+        pos[prefix] = (step, float(np.mean(ys)), p)
+
+    grow((bos,), 1.0)
+    chosen = {}
+    for label, (tokens, color) in (paths or {}).items():
+        seq = (bos,) + tuple(int(t) for t in tokens)
+        for i in range(1, len(seq)):
+            chosen.setdefault(seq[:i + 1], []).append((label, color))
+    for parent, child, q in edges:
+        (x0, y0, _), (x1, y1, _) = pos[parent], pos[child]
+        styles = chosen.get(child, [])
+        for k, (_, color) in enumerate(styles):
+            offset = 0.06 * (k - (len(styles) - 1) / 2)
+            ax.plot([x0, x1], [y0 + offset, y1 + offset], color=color, lw=3.5, alpha=0.8, zorder=1)
+        ax.plot([x0, x1], [y0, y1], color="#888888", lw=1, zorder=2)
+        ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.08, f"{q:.2f}", ha="center", va="bottom",
+                fontsize=8, color="#444444")
+    for node, (x, y, p) in pos.items():
+        ax.text(x, y, names[node[-1]], ha="center", va="center", fontsize=9, zorder=3,
+                bbox=dict(boxstyle="round,pad=0.25", fc="white", ec="#555555"))
+        if node[-1] == eos and len(node) > 1:
+            ax.text(x + 0.22, y, f"p = {p:.3f}", ha="left", va="center", fontsize=8.5)
+    for label, (_, color) in (paths or {}).items():
+        ax.plot([], [], color=color, lw=3.5, label=label)
+    if paths:
+        ax.legend(loc="lower left", fontsize=8.5, frameon=False)
+    depth = max(x for x, _, _ in pos.values())
+    ax.set_xlim(-0.4, depth + 0.9)
+    ax.set_ylim(-len(leaves) - 0.7, -0.3)
+    ax.set_xticks(range(depth + 1), ["start"] + [f"token {s}" for s in range(1, depth + 1)])
+    ax.set_yticks([])
+    for side in ("left", "right", "top"):
+        ax.spines[side].set_visible(False)
+    return ax

@@ -1,0 +1,735 @@
+"""Exercises of notebook 05 (encoder-decoder Transformer): cases, references, mistakes.
+
+In the notebook's order: byte-pair encoding (learn merges, encode a chunk), teacher forcing
+(decoder input and target), the three attention masks, the scaled embedding, the encoder
+and decoder blocks, greedy decoding and beam search. Ids are int64, every float is float64.
+
+Greedy and beam search take a function ``next_log_probs``, which cannot travel to the
+kernel: their cases hold a table ``logp`` (max_len + 1, V, V) of log p(next | step, last
+token) instead, and ``calls.markov_decoder`` turns it into that function there. The
+references below run on the same ``calls.table_model``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.calls import table_model
+from autograder.exercise import Exercise, Mistake
+from autograder.features import shape_features
+from autograder.transport import as_outputs
+from course_lib.attention import causal_mask, mha_forward
+from course_lib.layernorm import ffn_forward, layernorm_forward
+from course_lib.positional import sinusoidal_encoding
+from course_lib.tokenize import BYTE_OFFSET, FIRST_MERGE_ID, learn_merges_naive, merge_pair
+from course_lib.transformer import attention_masks, decoder_block, encoder_block, padding_keys
+
+FORBIDDEN = ("course_lib.tokenize", "course_lib.transformer", "course_lib.generate",
+             "course_lib.translation")
+
+
+# ============================================================================ byte-pair encoding
+def _letters(n):
+    """Byte ids of the first n lower-case letters: 'a' is 3 + 97."""
+    return BYTE_OFFSET + ord("a") + np.arange(n)
+
+
+def _corpus(rng, n_words, n_letters, longest=6):
+    """Distinct chunks (1-D arrays of byte ids, some runs like 'aaaa') and their counts."""
+    alphabet, words = _letters(n_letters), []
+    while len(words) < n_words:
+        length = int(rng.integers(1, longest + 1))
+        word = np.repeat(rng.choice(alphabet), length) if rng.random() < 0.2 else \
+            rng.choice(alphabet, size=length)
+        if not any(np.array_equal(word, w) for w in words):
+            words.append(word.astype(np.int64))
+    return words, rng.integers(1, 7, size=n_words)
+
+
+def _merge_case(rng, n_words, n_letters, n_merges, first_id=FIRST_MERGE_ID):
+    words, counts = _corpus(rng, n_words, n_letters)
+    return {"words": words, "counts": counts, "n_merges": n_merges, "first_id": first_id}
+
+
+def _merge_cases(rng, hidden):
+    if not hidden:
+        return [_merge_case(rng, 6, 3, 4), _merge_case(rng, 10, 4, 6),
+                _merge_case(rng, 2, 2, 12, first_id=300)]  # runs out of pairs: stops early
+    return [_merge_case(rng, 12, 3, 8), _merge_case(rng, 20, 5, 12),
+            _merge_case(rng, 3, 2, 15, first_id=int(rng.integers(260, 400))),
+            _merge_case(rng, 8, 4, 1), _merge_case(rng, 15, 3, 10, first_id=1000)]
+
+
+def _as_dict(words, counts):
+    return {tuple(int(t) for t in w): int(c) for w, c in zip(words, counts)}
+
+
+def _as_merges(pairs):
+    return np.array(pairs, dtype=np.int64).reshape(-1, 2)
+
+
+def learn_merges(words, counts, n_merges, first_id=FIRST_MERGE_ID):
+    """words: list of 1-D int arrays (distinct chunks), counts (len(words),) -> merges (n, 2).
+
+    The most frequent adjacent pair (each chunk weighted by its count; 'aaa' holds (a, a)
+    twice), ties to the smallest pair, is merged left to right into id first_id + i; stops
+    early when no chunk has two tokens left."""
+    return _as_merges(learn_merges_naive(_as_dict(words, counts), n_merges, first_id))
+
+
+def _learn_with(pick, weighted=True, distinct=False):
+    """The BPE loop with one step changed: ``pick(pair_counts)`` chooses the pair."""
+    def wrong(words, counts, n_merges, first_id=FIRST_MERGE_ID):
+        vocab, merges = _as_dict(words, counts if weighted else np.ones(len(words))), []
+        for new_id in range(first_id, first_id + n_merges):
+            pairs = {}
+            for word, n in vocab.items():
+                adjacent = list(zip(word, word[1:]))
+                for pair in dict.fromkeys(adjacent) if distinct else adjacent:
+                    pairs[pair] = pairs.get(pair, 0) + n
+            if not pairs:
+                break
+            best = pick(pairs)
+            merges.append(best)
+            vocab = {merge_pair(word, best, new_id): n for word, n in vocab.items()}
+        return _as_merges(merges)
+    return wrong
+
+
+def _smallest(pairs):
+    return min(pairs, key=lambda p: (-pairs[p], p))
+
+
+MERGE_MISTAKES = (
+    Mistake("BPE ties broken the other way (largest pair)",
+            "when several pairs are equally frequent, take the smallest: "
+            "min(counts, key=lambda pair: (-counts[pair], pair)).",
+            _learn_with(lambda pairs: max(pairs, key=lambda p: (pairs[p], p)))),
+    Mistake("BPE ties broken by first occurrence",
+            "max(counts, key=counts.get) keeps the pair seen first; the rule is the smallest "
+            "pair among the most frequent: min(counts, key=lambda pair: (-counts[pair], pair)).",
+            _learn_with(lambda pairs: max(pairs, key=pairs.get))),
+    Mistake("BPE counts ignored (each chunk counted once)",
+            "a chunk that occurs n times contributes n to each of its pairs: weight by counts[i].",
+            _learn_with(_smallest, weighted=False)),
+    Mistake("a repeated pair counted once per chunk",
+            "count every adjacent position: 'aaa' holds the pair (a, a) twice.",
+            _learn_with(_smallest, distinct=True)),
+)
+
+
+def _encode_cases(rng, hidden):
+    cases = []
+    for n_letters, n_merges in ((3, 6), (4, 8)) if not hidden else ((3, 10), (5, 12), (2, 5)):
+        words, counts = _corpus(rng, 3 * n_letters, n_letters)
+        merges = learn_merges(words, counts, n_merges)
+        frequent = words[int(np.argmax(counts * np.array([len(w) for w in words])))]
+        unseen = BYTE_OFFSET + np.array([0xC3, 0xA9])  # 'é', two bytes no chunk holds
+        cases += [{"ids": np.concatenate([frequent, frequent]), "merges": merges},
+                  {"ids": np.concatenate([rng.choice(_letters(n_letters), 5), unseen,
+                                          words[int(rng.integers(len(words)))]]), "merges": merges}]
+    cases.append({"ids": _letters(1), "merges": cases[0]["merges"]})  # one byte: nothing to merge
+    if not hidden:
+        words, counts = _corpus(rng, 6, 3)
+        cases.append({"ids": np.concatenate(words[:3]),
+                      "merges": learn_merges(words, counts, 5, first_id=400), "first_id": 400})
+    return [{"first_id": FIRST_MERGE_ID, **c} for c in cases]
+
+
+def bpe_encode(ids, merges, first_id=FIRST_MERGE_ID, *, reverse=False, once=False):
+    """ids (L,) int, merges (n, 2) -> ids (L',): merge 0 everywhere (left to right), then
+    merge 1, ..., as ``BPETokenizer.encode_chunk`` does. The keyword-only switches model
+    mistakes: merges replayed last first, each merge applied at its first occurrence only."""
+    word, order = tuple(int(t) for t in ids), list(enumerate(map(tuple, merges.tolist())))
+    for i, pair in order[::-1] if reverse else order:
+        pairs = list(zip(word, word[1:]))
+        if not once:
+            word = merge_pair(word, pair, first_id + i)
+        elif pair in pairs:
+            at = pairs.index(pair)
+            word = word[:at] + (first_id + i,) + word[at + 2:]
+    return np.array(word, dtype=np.int64)
+
+
+def _encode_with(**mistake):
+    return lambda ids, merges, first_id=FIRST_MERGE_ID: bpe_encode(ids, merges, first_id, **mistake)
+
+
+ENCODE_MISTAKES = (
+    Mistake("merges applied in the wrong order (reversed)",
+            "replay the merges in the order they were learned, merge 0 first: a later merge "
+            "joins tokens that earlier merges create.", _encode_with(reverse=True)),
+    Mistake("each merge applied only once per chunk",
+            "replace *every* occurrence of the pair, scanning left to right, before moving to "
+            "the next merge.", _encode_with(once=True)),
+)
+
+BPE_FEATURES = shape_features(**{
+    "first_id other than 259": lambda c: c["first_id"] != FIRST_MERGE_ID,
+    "more merges asked than pairs left (stops early)":
+        lambda c: "n_merges" in c and len(learn_merges(**c)) < c["n_merges"],
+    "a byte never seen in training": lambda c: "ids" in c and (c["ids"] > BYTE_OFFSET + 127).any(),
+    "a single byte": lambda c: "ids" in c and len(c["ids"]) == 1})
+
+
+# ============================================================================ teacher forcing
+def _shift_cases(rng, hidden):
+    lengths = (5, 1, 8, 0, 3) if hidden else (4, 0, 1, 6)
+    cases = [{"target_ids": rng.integers(3, 60, size=n), "bos": 1, "eos": 2} for n in lengths]
+    cases[-1].update(bos=int(rng.integers(60, 80)), eos=int(rng.integers(80, 99)))
+    return cases
+
+
+def _ids(*parts):
+    return np.concatenate([np.atleast_1d(p) for p in parts]).astype(np.int64)
+
+
+def _shift_reference(target_ids, bos=1, eos=2):
+    """course_lib.translation.decoder_input_and_target with the start and end ids given."""
+    return _ids(bos, target_ids), _ids(target_ids, eos)
+
+
+SHIFT_MISTAKES = (
+    Mistake("target not shifted", "the decoder input must not contain the token it is asked "
+            "to predict: tgt_in = [bos] + target, tgt_out = target + [eos].",
+            lambda target_ids, bos=1, eos=2: (_ids(target_ids, eos), _ids(target_ids, eos))),
+    Mistake("decoder input and target swapped",
+            "the decoder reads [bos] + target and predicts target + [eos].",
+            lambda target_ids, bos=1, eos=2: (_ids(target_ids, eos), _ids(bos, target_ids))),
+    Mistake("start token missing",
+            "the decoder input begins with bos: tgt_in = [bos] + target.",
+            lambda target_ids, bos=1, eos=2: (_ids(target_ids), _ids(target_ids, eos))),
+    Mistake("end token missing", "the target ends with eos, so the model learns to stop: "
+            "tgt_out = target + [eos].",
+            lambda target_ids, bos=1, eos=2: (_ids(bos, target_ids), _ids(target_ids))),
+    Mistake("start and end tokens swapped", "bos opens the decoder input, eos closes the target.",
+            lambda target_ids, bos=1, eos=2: (_ids(eos, target_ids), _ids(target_ids, bos))),
+    Mistake("start and end ids hard-coded",
+            "use the arguments bos and eos, not the numbers 1 and 2.",
+            lambda target_ids, bos=1, eos=2: _shift_reference(target_ids)),
+)
+SHIFT_FEATURES = shape_features(**{
+    "an empty target": lambda c: len(c["target_ids"]) == 0,
+    "a one-token target": lambda c: len(c["target_ids"]) == 1,
+    "bos and eos other than 1 and 2": lambda c: (c["bos"], c["eos"]) != (1, 2)})
+
+
+# ============================================================================ masks
+def _ids_with_padding(rng, B, T, pad_id, full_row=True):
+    """(B, T) ids, row b padded with pad_id after a random length >= 1; row 0 unpadded
+    (unless not ``full_row``), the last row padded when B > 1 and T > 1."""
+    ids = rng.integers(0, 40, size=(B, T))
+    ids[ids >= pad_id] += 1  # real tokens are never pad_id
+    lengths = rng.integers(1, T + 1, size=B)
+    lengths[0] = T if full_row else lengths[0]
+    if B > 1 and T > 1:
+        lengths[-1] = rng.integers(1, T)
+    ids[np.arange(T)[None, :] >= lengths[:, None]] = pad_id
+    return ids
+
+
+def _mask_case(rng, B, S, T, pad_id=0):
+    return {"src": _ids_with_padding(rng, B, S, pad_id),
+            "tgt_in": _ids_with_padding(rng, B, T, pad_id), "pad_id": pad_id}
+
+
+def _mask_cases(rng, hidden):
+    if not hidden:
+        return [_mask_case(rng, 2, 5, 4), _mask_case(rng, 3, 4, 4),
+                _mask_case(rng, 2, 3, 6, pad_id=int(rng.integers(1, 30))), _mask_case(rng, 1, 1, 1)]
+    return [_mask_case(rng, 3, 6, 6), _mask_case(rng, 2, 7, 3), _mask_case(rng, 1, 1, 1),
+            _mask_case(rng, 4, 5, 5, pad_id=int(rng.integers(1, 30))), _mask_case(rng, 2, 3, 8)]
+
+
+def _masks(src, tgt_in, pad_id=0):
+    return tuple(np.asarray(m) for m in attention_masks(src, tgt_in, pad_id))
+
+
+def _full(case, masks):
+    """The masks broadcast to (B, 1, T_q, T_k): enc (S, S), cross (T, S), dec (T, T)."""
+    (B, S), T = case["src"].shape, case["tgt_in"].shape[1]
+    return tuple(np.broadcast_to(m, shape) for m, shape in
+                 zip(masks, ((B, 1, S, S), (B, 1, T, S), (B, 1, T, T))))
+
+
+def _same_masks(case, got, want):
+    return len(got) == 3 and all(np.array_equal(g, w)
+                                 for g, w in zip(_full(case, got), _full(case, want)))
+
+
+def _mask_mistake(name, hint, wrong):
+    """Recognised whatever the shape, as long as it broadcasts to the same masks."""
+    return Mistake(name, hint, wrong,
+                   detect=lambda case, got, want: _same_masks(case, got, as_outputs(wrong(**case))))
+
+
+def _keys(ids, pad_id):
+    return padding_keys(ids, pad_id)  # (B, 1, 1, T), True for real tokens
+
+
+def _dec_masks(dec):
+    """A mistake in the decoder's mask only: dec(src, tgt_in, pad_id) -> (B, 1, T, T)."""
+    def wrong(src, tgt_in, pad_id=0):
+        enc, cross, _ = _masks(src, tgt_in, pad_id)
+        B, T = tgt_in.shape
+        return enc, cross, np.broadcast_to(dec(src, tgt_in, pad_id), (B, 1, T, T))
+    return wrong
+
+
+def _causal(ids):
+    return causal_mask(ids.shape[1])
+
+
+MASK_MISTAKES = (
+    Mistake("masks right, shapes wrong",
+            "return the shapes of the signature: enc_mask and cross_mask (B, 1, 1, S), dec_mask "
+            "(B, 1, T, T), so that they broadcast over heads (and over queries).",
+            lambda **c: _full(c, _masks(**c)), detect=_same_masks),
+    _mask_mistake("causal mask missing in the decoder",
+                  "decoder position t must not see positions after t: combine the target's "
+                  "padding mask with a lower-triangular (T, T) mask.",
+                  _dec_masks(lambda s, t, pad: _keys(t, pad))),
+    _mask_mistake("target padding ignored",
+                  "the decoder's self-attention must not look at <pad> in tgt_in either: "
+                  "combine (tgt_in != pad_id) with the causal mask.",
+                  _dec_masks(lambda s, t, pad: _causal(t))),
+    _mask_mistake("source padding mask applied to decoder self-attention",
+                  "the decoder attends to itself over tgt_in: its padding comes from tgt_in, "
+                  "not src.", _dec_masks(lambda s, t, pad: _keys(s, pad) & _causal(t))),
+    _mask_mistake("causal mask transposed (upper triangle)",
+                  "row t is query t and may see columns j <= t: np.tril, not np.triu.",
+                  _dec_masks(lambda s, t, pad: _keys(t, pad) & _causal(t).T)),
+    _mask_mistake("padding mask inverted",
+                  "True means 'may attend': real tokens are ids != pad_id.",
+                  lambda src, tgt_in, pad_id=0: (~_keys(src, pad_id), ~_keys(src, pad_id),
+                                                 ~_keys(tgt_in, pad_id) & _causal(tgt_in))),
+    _mask_mistake("padding masks the queries instead of the keys",
+                  "padding hides *keys*, the last axis: (ids != pad_id)[:, None, None, :].",
+                  lambda src, tgt_in, pad_id=0: (
+                      _keys(src, pad_id).swapaxes(-1, -2), _keys(tgt_in, pad_id).swapaxes(-1, -2),
+                      _keys(tgt_in, pad_id).swapaxes(-1, -2) & _causal(tgt_in))),
+    _mask_mistake("pad_id ignored (0 used)", "compare the ids with the pad_id argument.",
+                  lambda src, tgt_in, pad_id=0: _masks(src, tgt_in, 0)),
+)
+MASK_FEATURES = shape_features(**{
+    "S ≠ T": lambda c: c["src"].shape[1] != c["tgt_in"].shape[1],
+    "padding in the source": lambda c: (c["src"] == c["pad_id"]).any(),
+    "padding in the target": lambda c: (c["tgt_in"] == c["pad_id"]).any(),
+    "pad_id other than 0": lambda c: c["pad_id"] != 0,
+    "a single sequence (B = 1)": lambda c: len(c["src"]) == 1,
+    "S = T = 1": lambda c: c["src"].shape[1] == c["tgt_in"].shape[1] == 1})
+
+
+# ============================================================================ embedding
+def _embed_case(rng, B, T, vocab_size, d_model):
+    return {"ids": rng.integers(0, vocab_size, size=(B, T)),
+            "W_E": rng.normal(size=(vocab_size, d_model)) / np.sqrt(d_model),
+            "P": sinusoidal_encoding(np.arange(T + int(rng.integers(1, 6))), d_model)}
+
+
+def _embed_cases(rng, hidden):
+    shapes = ((2, 5, 7, 4), (1, 1, 3, 2), (3, 4, 11, 8)) if not hidden else \
+        ((2, 6, 9, 6), (1, 1, 4, 2), (4, 3, 20, 16), (1, 8, 5, 4))
+    return [_embed_case(rng, *s) for s in shapes]
+
+
+def embed(ids, W_E, P):
+    """ids (B, T), W_E (vocab_size, d_model), P (max_len, d_model) -> (B, T, d_model)."""
+    return W_E[ids] * np.sqrt(W_E.shape[1]) + P[:ids.shape[1]]
+
+
+def _embed_with(scale, positions=True, scale_positions=False):
+    def wrong(ids, W_E, P):
+        x = W_E[ids] + (P[:ids.shape[1]] if scale_positions else 0.0)
+        x = x * scale(W_E.shape[1])
+        return x + (P[:ids.shape[1]] if positions and not scale_positions else 0.0)
+    return wrong
+
+
+EMBED_MISTAKES = (
+    Mistake("embedding not scaled by sqrt(d_model)",
+            "multiply W_E[ids] by sqrt(d_model) before adding the positions (seed 001).",
+            _embed_with(lambda d: 1.0)),
+    Mistake("embedding scaled by d_model instead of sqrt(d_model)",
+            "the factor is the square root: np.sqrt(d_model).", _embed_with(lambda d: d)),
+    Mistake("embedding divided by sqrt(d_model)",
+            "multiply by sqrt(d_model), do not divide.", _embed_with(lambda d: d ** -0.5)),
+    Mistake("positions not added", "add the positional encoding of the first T positions, P[:T].",
+            _embed_with(np.sqrt, positions=False)),
+    Mistake("positions scaled by sqrt(d_model) too",
+            "only the token embedding is scaled: W_E[ids] * sqrt(d_model) + P[:T].",
+            _embed_with(np.sqrt, scale_positions=True)),
+)
+EMBED_FEATURES = shape_features(**{"a single position (T = 1)": lambda c: c["ids"].shape[1] == 1,
+                                   "d_model = 2": lambda c: c["W_E"].shape[1] == 2})
+
+
+# ============================================================================ blocks
+def _attn_weights(rng, d):
+    return tuple(rng.normal(size=(d, d)) / np.sqrt(d) for _ in range(4))  # W_q, W_k, W_v, W_o
+
+
+def _block_params(rng, d, d_ff, decoder):
+    p = {"self_attn": _attn_weights(rng, d),
+         "ffn": (rng.normal(size=(d, d_ff)) / np.sqrt(d), rng.normal(size=d_ff) * 0.5,
+                 rng.normal(size=(d_ff, d)) / np.sqrt(d_ff), rng.normal(size=d) * 0.5)}
+    if decoder:
+        p["cross_attn"] = _attn_weights(rng, d)
+    for i in range(1, 4 if decoder else 3):
+        p[f"norm{i}"] = (rng.normal(1.0, 0.3, size=d), rng.normal(0.0, 0.3, size=d))
+    return p
+
+
+def _encoder_case(rng, B, S, d, n_heads, masked=True):
+    mask = _keys(_ids_with_padding(rng, B, S, 0, full_row=False), 0) if masked else None
+    return {"x": rng.normal(size=(B, S, d)), "p": _block_params(rng, d, 2 * d, False),
+            "n_heads": n_heads, "mask": mask}
+
+
+def _encoder_cases(rng, hidden):
+    if not hidden:
+        return [_encoder_case(rng, 2, 5, 4, 2), _encoder_case(rng, 1, 3, 6, 1, masked=False),
+                _encoder_case(rng, 3, 4, 8, 4)]
+    return [_encoder_case(rng, 2, 6, 8, 2), _encoder_case(rng, 1, 2, 4, 1),
+            _encoder_case(rng, 4, 3, 6, 3), _encoder_case(rng, 2, 5, 4, 2, masked=False)]
+
+
+def _ln(x, norm):
+    return layernorm_forward(x, *norm)[0]
+
+
+def _mha(x_q, x_kv, weights, n_heads, mask):
+    return mha_forward(x_q, x_kv, *weights, n_heads, mask)[0]
+
+
+def _ffn(x, p):
+    return ffn_forward(x, *p["ffn"])[0]
+
+
+def _encoder_reference(x, p, n_heads, mask=None):
+    return encoder_block(x, p, n_heads, mask)
+
+
+def _encoder_wired(residual=True, skip_from_input=False):
+    """Post-LN encoder with the residual paths changed."""
+    def wrong(x, p, n_heads, mask=None):
+        h = _ln((x if residual else 0.0) + _mha(x, x, p["self_attn"], n_heads, mask), p["norm1"])
+        skip = x if skip_from_input else h
+        return _ln((skip if residual else 0.0) + _ffn(h, p), p["norm2"])
+    return wrong
+
+
+ENCODER_MISTAKES = (
+    Mistake("encoder in Pre-LN order", "this block is Post-LN, as in the paper: "
+            "h = LN(x + attention(x)), out = LN(h + FFN(h)).",
+            lambda x, p, n_heads, mask=None: encoder_block(x, p, n_heads, mask, order="pre")),
+    Mistake("encoder mask ignored", "pass mask to the self-attention so no query looks at "
+            "source padding.", lambda x, p, n_heads, mask=None: encoder_block(x, p, n_heads)),
+    Mistake("encoder mask inverted", "True in the mask means 'may attend'; pass it as it is.",
+            lambda x, p, n_heads, mask=None:
+                encoder_block(x, p, n_heads, None if mask is None else ~mask)),
+    Mistake("residual connection missing", "each sublayer's input is added back before the "
+            "norm: LN(x + sublayer(x)).", _encoder_wired(residual=False)),
+    Mistake("second residual adds the block's input",
+            "the FFN's residual is its own input h = LN(x + attention(x)): out = LN(h + FFN(h)).",
+            _encoder_wired(skip_from_input=True)),
+    Mistake("layer norms swapped", "norm1 follows the attention, norm2 the FFN.",
+            lambda x, p, n_heads, mask=None: encoder_block(
+                x, {**p, "norm1": p["norm2"], "norm2": p["norm1"]}, n_heads, mask)),
+)
+
+
+def _decoder_case(rng, B, S, T, d, n_heads):
+    _, cross_mask, self_mask = _masks(_ids_with_padding(rng, B, S, 0, full_row=False),
+                                      _ids_with_padding(rng, B, T, 0), 0)
+    return {"y": rng.normal(size=(B, T, d)), "memory": rng.normal(size=(B, S, d)),
+            "p": _block_params(rng, d, 2 * d, True), "n_heads": n_heads,
+            "self_mask": self_mask, "cross_mask": cross_mask}
+
+
+def _decoder_cases(rng, hidden):
+    if not hidden:
+        return [_decoder_case(rng, 2, 5, 3, 4, 2), _decoder_case(rng, 2, 4, 4, 6, 3),
+                _decoder_case(rng, 1, 3, 3, 4, 1)]
+    return [_decoder_case(rng, 3, 6, 6, 8, 2), _decoder_case(rng, 2, 3, 5, 4, 1),
+            _decoder_case(rng, 1, 4, 4, 6, 2), _decoder_case(rng, 2, 7, 2, 8, 4),
+            _decoder_case(rng, 2, 5, 5, 4, 4)]
+
+
+def _decoder_reference(y, memory, p, n_heads, self_mask=None, cross_mask=None):
+    return decoder_block(y, memory, p, n_heads, self_mask, cross_mask)
+
+
+def _decoder_wired(cross_q="h", cross_kv="memory", cross_first=False):
+    """Post-LN decoder with the cross-attention's inputs (or the sublayers' order) changed."""
+    def wrong(y, memory, p, n_heads, self_mask=None, cross_mask=None):
+        def self_attn(h):
+            return _mha(h, h, p["self_attn"], n_heads, self_mask)
+
+        def cross_attn(h):
+            inputs = {"h": h, "memory": memory}
+            return _mha(inputs[cross_q], inputs[cross_kv], p["cross_attn"], n_heads, cross_mask)
+        first, second = (cross_attn, self_attn) if cross_first else (self_attn, cross_attn)
+        h = _ln(y + first(y), p["norm1"])
+        h = _ln(h + second(h), p["norm2"])
+        return _ln(h + _ffn(h, p), p["norm3"])
+    return wrong
+
+
+DECODER_MISTAKES = (
+    Mistake("cross-attention keys/values taken from the decoder",
+            "in encoder-decoder attention the queries come from the decoder and the keys and "
+            "values from memory, the encoder's output.", _decoder_wired(cross_kv="h")),
+    Mistake("cross-attention queries taken from the encoder",
+            "the queries come from the decoder (one per target position); keys and values "
+            "from memory.", _decoder_wired(cross_q="memory", cross_kv="h")),
+    Mistake("self and cross masks swapped",
+            "self_mask (padding and causality of the target) goes to the masked self-attention, "
+            "cross_mask (source padding) to the encoder-decoder attention.",
+            lambda y, memory, p, n_heads, self_mask=None, cross_mask=None:
+                decoder_block(y, memory, p, n_heads, cross_mask, self_mask)),
+    Mistake("source padding mask applied to decoder self-attention",
+            "the masked self-attention takes self_mask (the target's padding and causality); "
+            "cross_mask belongs to the encoder-decoder attention.",
+            lambda y, memory, p, n_heads, self_mask=None, cross_mask=None:
+                decoder_block(y, memory, p, n_heads, cross_mask, cross_mask)),
+    Mistake("causal mask missing in the decoder",
+            "pass self_mask to the decoder's self-attention, or position t sees the tokens it "
+            "must predict.", lambda y, memory, p, n_heads, self_mask=None, cross_mask=None:
+                decoder_block(y, memory, p, n_heads, None, cross_mask)),
+    Mistake("cross mask ignored", "pass cross_mask to the encoder-decoder attention so no "
+            "query looks at source padding.",
+            lambda y, memory, p, n_heads, self_mask=None, cross_mask=None:
+                decoder_block(y, memory, p, n_heads, self_mask, None)),
+    Mistake("cross-attention before self-attention",
+            "the order is masked self-attention, then encoder-decoder attention, then the FFN.",
+            _decoder_wired(cross_first=True)),
+    Mistake("decoder in Pre-LN order", "this block is Post-LN: LN(y + sublayer(y)) each time.",
+            lambda y, memory, p, n_heads, self_mask=None, cross_mask=None:
+                decoder_block(y, memory, p, n_heads, self_mask, cross_mask, order="pre")),
+)
+
+
+def _block_dims(c):
+    x = c.get("x", c.get("y"))
+    return {"d_model": x.shape[-1], "n_heads": c["n_heads"], "d_k": x.shape[-1] // c["n_heads"]}
+
+
+BLOCK_FEATURES = shape_features(**{
+    "one head": lambda c: c["n_heads"] == 1,
+    "a single sequence (B = 1)": lambda c: len(c.get("x", c.get("y"))) == 1,
+    "no mask": lambda c: "mask" in c and c["mask"] is None,
+    "S ≠ T": lambda c: "memory" in c and c["memory"].shape[1] != c["y"].shape[1],
+    "padding in the target": lambda c: "self_mask" in c and not c["self_mask"][:, :, -1].all()})
+
+
+# ============================================================================ decoding
+def _table(rng, vocab_size, max_len, eos, end=(-2.5, 2.5)):
+    """logp (max_len + 1, V, V): random log p(next | step, last token); </s> likelier with
+    the step, its logit shifted by ``end`` (first step, last step)."""
+    logits = rng.normal(size=(max_len + 1, vocab_size, vocab_size)) * 1.5
+    logits[..., eos] += np.linspace(*end, max_len + 1)[:, None] + rng.normal() * 0.5
+    return logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+
+
+def _myopic(rng, logp, bos, eos):
+    """Make greedy short-sighted: the likeliest first token leads nowhere in particular, the
+    runner-up is almost surely followed by </s>."""
+    V = logp.shape[-1]
+    a, b = rng.choice([t for t in range(V) if t not in (bos, eos)], 2, replace=False)
+    first = 0.1 * rng.dirichlet(np.ones(V))  # distinct values: no ties to break
+    first[[a, b]] = 0.5, 0.4
+    logp[0, bos] = np.log(first / first.sum())
+    flat = np.exp(rng.normal(size=V) * 0.3)  # after a: nothing stands out
+    logp[1, a] = np.log(flat / flat.sum())
+    after_b = 0.1 * rng.dirichlet(np.ones(V))
+    after_b[eos] = 0.9
+    logp[1, b] = np.log(after_b / after_b.sum())
+    return logp
+
+
+def _decode_case(rng, V, max_len, bos=1, eos=2, how="random", **search):
+    end = {"never": (-40.0, -40.0), "first": (40.0, -2.5)}.get(how, (-2.5, 2.5))
+    logp = _table(rng, V, max_len, eos, end)
+    if how == "myopic":
+        logp = _myopic(rng, logp, bos, eos)
+    return {"logp": logp, "bos": bos, "eos": eos, "max_len": max_len, **search}
+
+
+def _greedy_cases(rng, hidden):
+    if not hidden:
+        return [_decode_case(rng, 6, 8), _decode_case(rng, 5, 4, how="never"),
+                _decode_case(rng, 7, 6, bos=0, eos=6), _decode_case(rng, 5, 5, how="first")]
+    return [_decode_case(rng, 8, 10), _decode_case(rng, 6, 7, how="never"),
+            _decode_case(rng, 9, 6, bos=4, eos=0), _decode_case(rng, 5, 3, how="first"),
+            _decode_case(rng, 6, 12), _decode_case(rng, 4, 1, how="never")]
+
+
+def greedy_decode(next_log_probs, bos=1, eos=2, max_len=10, *, stop_at_eos=True,
+                  keep_bos=False, keep_eos=True, bos_counted=False):
+    """The likeliest next token (ties: the smallest id) until eos, at most max_len tokens.
+    Returns the tokens after bos, eos included when it came: (L,) int, L <= max_len.
+
+    The keyword-only switches model mistakes: no stop at eos, bos returned, eos dropped,
+    bos counted in max_len.
+    """
+    tokens = [bos]
+    for _ in range(max_len - bos_counted):
+        tokens.append(int(np.argmax(next_log_probs(np.array([tokens]))[0])))  # prefixes (1, t)
+        if stop_at_eos and tokens[-1] == eos:
+            if not keep_eos:
+                tokens.pop()
+            break
+    return np.array(tokens if keep_bos else tokens[1:], dtype=np.int64)
+
+
+def _on_table(decode, **changed):
+    """A decoder on ``table_model(logp)``, with some of its keyword arguments overridden."""
+    return lambda logp, **kw: decode(table_model(logp), **{**kw, **changed})
+
+
+GREEDY_MISTAKES = (
+    Mistake("greedy that never stops at eos",
+            "stop as soon as the chosen token is eos (and keep that eos in the result).",
+            _on_table(greedy_decode, stop_at_eos=False)),
+    Mistake("greedy that returns bos too", "return only the generated tokens, after bos.",
+            _on_table(greedy_decode, keep_bos=True)),
+    Mistake("eos left out of the result", "the generated tokens end with the eos that stopped "
+            "the loop.", _on_table(greedy_decode, keep_eos=False)),
+    Mistake("one token short of max_len (bos counted)",
+            "max_len counts the generated tokens, bos not included.",
+            _on_table(greedy_decode, bos_counted=True)),
+)
+
+
+def _greedy_of(case):
+    """Greedy's tokens on a greedy or beam case (beam_size and alpha left out)."""
+    return _on_table(greedy_decode)(**{k: case[k] for k in ("logp", "bos", "eos", "max_len")})
+
+
+DECODE_FEATURES = shape_features(**{
+    "bos and eos other than 1 and 2": lambda c: (c["bos"], c["eos"]) != (1, 2),
+    "eos never comes within max_len": lambda c: c["eos"] not in _greedy_of(c),
+    "eos as the first token": lambda c: np.argmax(c["logp"][0, c["bos"]]) == c["eos"],
+    "beam and greedy choose differently": lambda c: "beam_size" in c and not np.array_equal(
+        _beam_reference(**c)[0], _greedy_of(c)),
+    "alpha = 0": lambda c: c.get("alpha") == 0})
+
+
+def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0, *,
+                probabilities=False, stop_at_eos=True, extra_length=0, raw_score=False):
+    """Beam search on sums of log-probabilities, with length normalisation.
+
+    Each step, every live beam (a prefix starting with bos; one at first) proposes every
+    token: candidate score = beam score + log p(token | prefix). The beam_size best
+    candidates of all live beams together are kept (ties: the earlier candidate in (beam
+    index, token id) order, beams ranked best first). A kept candidate that ends with eos is
+    finished: it leaves the beam and is never extended; the others are the next live beams.
+    Stops after max_len steps or when no live beam is left. Then among the finished
+    sequences (or, if none finished, the live ones) returns the one with the highest
+    score / length ** alpha, length = number of generated tokens including eos (ties: the one
+    finished first): its tokens after bos, (L,) int, and that normalised score. With
+    beam_size 1 this is greedy decoding.
+
+    The keyword-only switches model mistakes: probabilities summed instead of
+    log-probabilities, eos not finishing a beam, bos counted in the length, the score
+    returned before normalisation.
+    """
+    beams = np.full((1, 1), bos, dtype=np.int64)  # (n, t) live prefixes, best first
+    scores = np.zeros(1)  # (n,) their summed log-probabilities
+    finished = []  # (tokens after bos, score), in the order they finished
+    for _ in range(max_len):
+        logp = next_log_probs(beams)  # (n, V)
+        cand = (scores[:, None] + (np.exp(logp) if probabilities else logp)).ravel()  # (n*V,)
+        kept = np.argsort(-cand, kind="stable")[:beam_size]  # best first; ties keep (beam, token)
+        beam, token = np.divmod(kept, logp.shape[1])
+        seqs = np.concatenate([beams[beam], token[:, None]], axis=1)  # (k, t+1)
+        done = (token == eos) & stop_at_eos
+        finished += list(zip(seqs[done, 1:], cand[kept][done]))
+        beams, scores = seqs[~done], cand[kept][~done]
+        if not len(beams):
+            break
+    pool = finished or list(zip(beams[:, 1:], scores))
+    normalised = [score / (len(tokens) + extra_length) ** alpha for tokens, score in pool]
+    best = int(np.argmax(normalised))  # the first of equal ones
+    return pool[best][0], np.float64(pool[best][1] if raw_score else normalised[best])
+
+
+_beam_reference = _on_table(beam_search)
+
+
+def _beam_cases(rng, hidden):
+    def case(*args, beam_size=3, alpha=1.0, **kw):
+        return _decode_case(rng, *args, beam_size=beam_size, alpha=alpha, **kw)
+    if not hidden:
+        return [case(6, 6, how="myopic"), case(7, 8, beam_size=2, alpha=0.7),
+                case(5, 4, how="never", beam_size=2), case(6, 6, bos=0, eos=5, alpha=0.0),
+                case(6, 5, how="first", beam_size=4)]
+    return [case(8, 8, how="myopic", beam_size=4), case(6, 10, alpha=0.6),
+            case(7, 5, how="never"), case(9, 7, bos=3, eos=0, beam_size=2, alpha=1.0),
+            case(5, 6, how="myopic", beam_size=2, alpha=0.0), case(6, 9, beam_size=5),
+            case(5, 4, how="first", beam_size=2, alpha=0.5)]
+
+
+BEAM_MISTAKES = (
+    Mistake("beam scores summed as probabilities instead of log-probabilities",
+            "a sequence's score is the sum of the log-probabilities of its tokens (the log of "
+            "the product of their probabilities), not the sum of the probabilities.",
+            _on_table(beam_search, probabilities=True)),
+    Mistake("no length normalisation", "compare finished sequences by score / length ** alpha "
+            "(length counts the tokens after bos, eos included) and return that score.",
+            _on_table(beam_search, alpha=0.0)),
+    Mistake("finished beams extended", "a beam that produced eos is finished: set it aside "
+            "with its score and do not extend it.", _on_table(beam_search, stop_at_eos=False)),
+    Mistake("beam of width 1 (greedy)", "keep the beam_size best candidates at each step, "
+            "not only the best one.", _on_table(beam_search, beam_size=1)),
+    Mistake("bos counted in the length", "the length in score / length ** alpha counts the "
+            "generated tokens (eos included), not bos.", _on_table(beam_search, extra_length=1)),
+    Mistake("score returned before normalisation", "return the normalised score "
+            "score / length ** alpha of the chosen sequence.",
+            _on_table(beam_search, raw_score=True)),
+)
+
+
+# ============================================================================ the registry
+def _exercise(name, function, signature, cases, reference, points, mistakes, features,
+              output_names, **kw):
+    return Exercise(id=f"encdec.{name}", function=function, signature=signature, cases=cases,
+                    reference=reference, points=points, mistakes=mistakes, features=features,
+                    output_names=output_names, forbidden=FORBIDDEN, **kw)
+
+
+EXERCISES = [
+    _exercise("bpe_merges", "learn_merges",
+              "learn_merges(words, counts, n_merges, first_id=259) -> merges (n, 2) int",
+              _merge_cases, learn_merges, 2, MERGE_MISTAKES, BPE_FEATURES, ("merges",)),
+    _exercise("bpe_encode", "bpe_encode", "bpe_encode(ids, merges, first_id=259) -> ids (1-D int)",
+              _encode_cases, bpe_encode, 1, ENCODE_MISTAKES, BPE_FEATURES, ("ids",)),
+    _exercise("shift_right", "decoder_input_and_target",
+              "decoder_input_and_target(target_ids, bos=1, eos=2) -> (tgt_in, tgt_out)",
+              _shift_cases, _shift_reference, 1, SHIFT_MISTAKES, SHIFT_FEATURES,
+              ("tgt_in", "tgt_out")),
+    _exercise("masks", "attention_masks",
+              "attention_masks(src, tgt_in, pad_id=0) -> (enc_mask (B, 1, 1, S), "
+              "cross_mask (B, 1, 1, S), dec_mask (B, 1, T, T))",
+              _mask_cases, _masks, 2, MASK_MISTAKES, MASK_FEATURES,
+              ("enc_mask", "cross_mask", "dec_mask")),
+    _exercise("embed", "embed", "embed(ids, W_E, P) -> x (B, T, d_model)", _embed_cases, embed, 1,
+              EMBED_MISTAKES, EMBED_FEATURES, ("x",),
+              dims=lambda c: {"d_model": c["W_E"].shape[1]}),
+    _exercise("encoder_block", "encoder_block", "encoder_block(x, p, n_heads, mask=None) -> out",
+              _encoder_cases, _encoder_reference, 2, ENCODER_MISTAKES, BLOCK_FEATURES, ("out",),
+              dims=_block_dims),
+    _exercise("decoder_block", "decoder_block",
+              "decoder_block(y, memory, p, n_heads, self_mask=None, cross_mask=None) -> out",
+              _decoder_cases, _decoder_reference, 2, DECODER_MISTAKES, BLOCK_FEATURES, ("out",),
+              dims=_block_dims),
+    _exercise("greedy", "greedy_decode",
+              "greedy_decode(next_log_probs, bos=1, eos=2, max_len=10) -> tokens (1-D int)",
+              _greedy_cases, _on_table(greedy_decode), 1, GREEDY_MISTAKES, DECODE_FEATURES,
+              ("tokens",), call="markov_decoder"),
+    _exercise("beam_search", "beam_search",
+              "beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0) "
+              "-> (tokens, score)",
+              _beam_cases, _beam_reference, 3, BEAM_MISTAKES, DECODE_FEATURES,
+              ("tokens", "score"), call="markov_decoder"),
+]
