@@ -35,16 +35,19 @@ def _same(g: np.ndarray, w: np.ndarray) -> bool:
     return g.shape == w.shape and bool(np.allclose(g, w, rtol=RTOL, atol=ATOL, equal_nan=True))
 
 
-def _outputs_of(fn, case) -> tuple | None:
+def safe_outputs(fn, case) -> tuple | None:
+    """A trusted model's outputs on ``case`` (a mistake's or a hypothesis's); None where it
+    does not apply (it raises)."""
     try:
         with np.errstate(all="ignore"):
             return as_outputs(fn(**case))
-    except Exception:  # a hypothesis that does not apply to this case
+    except Exception:
         return None
 
 
-def _close_all(ex: Exercise, got: tuple, want: tuple) -> list[bool]:
-    return [g.shape == w.shape and bool(np.allclose(g, w, rtol=ex.rtol, atol=ex.atol))
+def close_per_output(ex: Exercise, got: tuple, want: tuple, equal_nan: bool = False) -> list[bool]:
+    """Per output: same shape and equal within the exercise's tolerance."""
+    return [g.shape == w.shape and bool(np.allclose(g, w, rtol=ex.rtol, atol=ex.atol, equal_nan=equal_nan))
             for g, w in zip(got, want)]
 
 
@@ -89,7 +92,7 @@ def _common_label(per_case: list[dict[str, float]], ok) -> str | None:
 def _wrong_outputs(ex: Exercise, failing: list) -> list[int]:
     n = len(failing[0][2])
     return [k for k in range(n) if any(
-        len(got) == n and not _close_all(ex, got, want)[k] for _, got, want in failing)]
+        len(got) == n and not close_per_output(ex, got, want)[k] for _, got, want in failing)]
 
 
 def which_outputs(ex: Exercise, failing: list, wrong: list[int]) -> str | None:
@@ -109,7 +112,7 @@ def _listed(ex: Exercise, ks: list[int]) -> str:
 # ----------------------------------------------------------------------------- 2. held constant
 def held_constant(ex: Exercise, failing: list, wrong: list[int]) -> str | None:
     for quantity, fn in ex.held_constant.items():
-        if all(_matches(got, _outputs_of(fn, case), wrong, rtol=1e-4, atol=1e-6)
+        if all(_matches(got, safe_outputs(fn, case), wrong, rtol=1e-4, atol=1e-6)
                for case, got, _ in failing):
             return (f"Your gradients match the derivation with {quantity} held constant: the "
                     f"term that flows back through {quantity} is missing.")
@@ -176,7 +179,7 @@ def changed_inputs(ex: Exercise, failing: list, wrong: list[int]) -> str | None:
     for label in per_case[0]:
         if not all(label in changes for changes in per_case):
             continue
-        if all(_matches(got, _outputs_of(ex.reference, changes[label]), wrong)
+        if all(_matches(got, safe_outputs(ex.reference, changes[label]), wrong)
                for (case, got, _), changes in zip(failing, per_case)):
             return (f"Your {_listed(ex, wrong)} is what the right formula gives with {label}: look at where "
                     f"your code uses {label.split('`')[1]}.")

@@ -64,5 +64,5 @@ def shape_features(**tests: Callable[[dict], bool]) -> Callable[[dict], list[str
     return features
 
 
-def describe(features: list[str]) -> str:
+def in_words(features: list[str]) -> str:
     return ", ".join(features) if features else "plain inputs"

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from autograder.diagnose import diagnose
+from autograder.diagnose import close_per_output, diagnose, safe_outputs
 from autograder.exercise import Exercise
-from autograder.features import describe
+from autograder.features import in_words
 from autograder.hints import returned_tuple_hint
 from autograder.transport import NOT_IMPLEMENTED, as_outputs
 
@@ -33,22 +33,7 @@ class Verdict:
 
 
 def _close(ex: Exercise, got: tuple, want: tuple, equal_nan: bool = False) -> bool:
-    if len(got) != len(want):
-        return False
-    for g, w in zip(got, want):
-        if g.shape != w.shape:
-            return False
-        if not np.allclose(g, w, rtol=ex.rtol, atol=ex.atol, equal_nan=equal_nan):
-            return False
-    return True
-
-
-def _safe_outputs(fn, case) -> tuple | None:
-    try:
-        with np.errstate(all="ignore"):
-            return as_outputs(fn(**case))
-    except Exception:  # a mistake model that does not apply to this case
-        return None
+    return len(got) == len(want) and all(close_per_output(ex, got, want, equal_nan))
 
 
 def describe_difference(ex: Exercise, got: tuple, want: tuple, reveal: bool = True) -> str:
@@ -103,7 +88,7 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False) -> Ver
     failing, passing, first_problem, errors = [], [], None, []
     for i, (case, got) in enumerate(zip(cases, results)):
         want = as_outputs(ex.reference(**case))
-        label = f"{'case' if public else 'hidden case'} {i + 1} ({describe(ex.describe(case))})"
+        label = f"{'case' if public else 'hidden case'} {i + 1} ({in_words(ex.describe(case))})"
         if isinstance(got, str):
             errors.append(got if got == NOT_IMPLEMENTED else f"{label}: {got}")
             continue
@@ -153,7 +138,7 @@ def identify_mistake(ex: Exercise, failing: list):
             if mistake.detect is not None:
                 ok = _detects(mistake, case, got, want)
             else:
-                wrong = _safe_outputs(mistake.wrong, case)
+                wrong = safe_outputs(mistake.wrong, case)
                 ok = wrong is not None and _close(ex, got, wrong, equal_nan=True)
             if not ok:
                 break

@@ -146,7 +146,7 @@ def show_case(exercise_id: str, number: int) -> dict | None:
         return None
     import numpy as np
     from autograder.exercises import get
-    from autograder.features import describe
+    from autograder.features import in_words
 
     ex = get(exercise_id)
     cases = ex.public_cases()
@@ -156,7 +156,7 @@ def show_case(exercise_id: str, number: int) -> dict | None:
     case = copy.deepcopy(cases[number - 1])
     want = as_outputs(ex.reference(**copy.deepcopy(case)))
     with np.printoptions(precision=4, suppress=True, threshold=200, edgeitems=3):
-        print(f"{exercise_id}, public case {number} of {len(cases)} ({describe(ex.describe(case))})")
+        print(f"{exercise_id}, public case {number} of {len(cases)} ({in_words(ex.describe(case))})")
         print(f"call: {ex.signature}")
         for name, value in case.items():
             shape = f" shape {value.shape} {value.dtype}" if isinstance(value, np.ndarray) else ""

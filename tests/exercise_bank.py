@@ -1,7 +1,8 @@
 """Shared check for an exercise module: each registered mistake loses points and is named."""
 from __future__ import annotations
 
-from autograder.judge import _safe_outputs, judge
+from autograder.diagnose import safe_outputs
+from autograder.judge import judge
 
 TEST_KEY = b"a key for the tests, not a secret"  # graded cases are drawn from a key
 
@@ -11,5 +12,5 @@ def mistake_verdicts(exercises):
     for ex in exercises:
         cases = ex.graded_cases(TEST_KEY)
         for m in ex.mistakes:
-            results = [_safe_outputs(m.wrong, c) or "raised" for c in cases]
+            results = [safe_outputs(m.wrong, c) or "raised" for c in cases]
             yield ex.id, m.name, judge(ex, cases, results)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from autograder.exercises import get
-from autograder.judge import _safe_outputs, judge
+from autograder.judge import judge
 from autograder.kernel import run_cases
 from exercise_bank import TEST_KEY
 from mutant_bank import MUTANTS

@@ -14,7 +14,8 @@ from autograder.authoring import grade_id
 from autograder.exercise import as_outputs
 from exercise_bank import TEST_KEY
 from autograder.exercises.attention import EXERCISES
-from autograder.judge import _safe_outputs, judge
+from autograder.diagnose import safe_outputs
+from autograder.judge import judge
 from helpers import SOLUTIONS, grade, mutant
 
 SOLUTION = SOLUTIONS / "02_attention" / "attention.ipynb"
@@ -168,7 +169,7 @@ def test_every_registered_mistake_costs_points_and_is_named_by_the_judge(ex):
             continue
         results = []
         for case in cases:
-            outputs = _safe_outputs(mistake.wrong, case)
+            outputs = safe_outputs(mistake.wrong, case)
             results.append("ValueError: shapes do not fit" if outputs is None else outputs)
         verdict = judge(ex, cases, results)
         assert verdict.points < verdict.max_points, mistake.name
