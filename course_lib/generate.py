@@ -12,8 +12,8 @@ An encoder-decoder model (``course_lib.transformer.Transformer``) translates ins
 test time the decoder starts from <s> and is run once per output token, each time reading
 everything it has produced so far (seed 001, "Decoder stack"). ``greedy_decode`` takes the
 likeliest token at each step; ``beam_search`` keeps the ``beam_size`` likeliest partial
-translations (by the sum of log-probabilities) and picks the best one after dividing its
-score by its length. Both need ``model.encode(src) -> memory`` and
+translations (by the sum of log-probabilities), sets aside those that end with </s>, and
+picks the best finished one after dividing its score by its length. Both need ``model.encode(src) -> memory`` and
 ``model.decode(tgt_in, memory, src) -> logits``.
 """
 from __future__ import annotations
@@ -103,45 +103,56 @@ def beam_search(model, src: torch.Tensor, beam_size: int = 4, max_len: int = 32,
                 alpha: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
     """Beam search, batched over the B sources and their ``beam_size`` beams at once.
 
-    A beam's score is the sum of the log-probabilities of its tokens (a product of
-    probabilities would underflow). At each step every live beam proposes every token,
-    and the ``beam_size`` best of the beam_size * vocab_size candidates survive. A beam
-    that has produced </s> is finished: it is not extended, it keeps its score and its
-    place (it can still be pushed out by better candidates). At the end each beam's score
-    is divided by length ** alpha (its tokens, </s> included) -- without this length
-    normalisation, every extra token lowers a score, so short outputs would win -- and the
-    best beam is returned.
+    The rule is notebook 05's exercise (``autograder/exercises/encdec.py``), batched. A beam's
+    score is the sum of the log-probabilities of its tokens (a product of probabilities would
+    underflow). At each step every live beam proposes every token, and the ``beam_size``
+    best of those candidates are kept. A kept candidate that ends with </s> is finished: it
+    leaves the beam with its score and is never extended, so fewer beams live on (in the
+    batch its slot stays, dead, with score -inf). A source is done when none of its beams
+    lives. At the end each finished output's score is divided by length ** alpha (its tokens,
+    </s> included) -- without this length normalisation every extra token lowers a score,
+    so short outputs would win -- and the best one is returned (ties: the one finished
+    first); a source with no finished output returns its best live beam the same way.
 
     src: (B, S). Returns tokens (B, L) laid out as in ``greedy_decode`` and the normalised
     scores (B,) of the returned sequences.
     """
     was_training = model.training
     model.eval()
-    B, k = src.shape[0], beam_size
+    B, k, dev = src.shape[0], beam_size, src.device
     src = src.repeat_interleave(k, dim=0)  # (B*k, S): beam j of source b is row b*k + j
     memory = model.encode(src)  # (B*k, S, d_model)
-    seqs = torch.full((B * k, 1), BOS, dtype=torch.long, device=src.device)
-    scores = torch.full((B, k), float("-inf"), device=src.device)
+    seqs = torch.full((B * k, 1), BOS, dtype=torch.long, device=dev)
+    scores = torch.full((B, k), float("-inf"), device=dev)
     scores[:, 0] = 0.0  # all beams start as the same <s>: keep one, or we get k copies
-    done = torch.zeros(B, k, dtype=torch.bool, device=src.device)
-    lengths = torch.zeros(B, k, device=src.device)
-    for _ in range(max_len):
+    best = torch.full((B,), float("-inf"), device=dev)  # best normalised finished score
+    best_seq = torch.full((B, max_len), PAD, dtype=torch.long, device=dev)
+    offsets = torch.arange(B, device=dev)[:, None] * k  # (B, 1)
+    for t in range(1, max_len + 1):  # t: tokens generated so far, after this step
         logp = next_log_probs(model, seqs, memory, src).view(B, k, -1)  # (B, k, V)
-        finished = torch.full_like(logp[0, 0], float("-inf"))
-        finished[PAD] = 0.0  # a finished beam has one continuation, <pad>, costing nothing
-        logp = torch.where(done[:, :, None], finished, logp)
         V = logp.shape[-1]
-        cand = (scores[:, :, None] + logp).view(B, k * V)  # (B, k*V)
-        scores, flat = cand.topk(k, dim=-1)  # (B, k) each
-        beam, token = flat // V, flat % V  # (B, k): which beam it extends, with which token
-        rows = (beam + torch.arange(B, device=src.device)[:, None] * k).view(-1)  # (B*k,)
-        seqs = torch.cat([seqs[rows], token.view(-1, 1)], dim=1)  # (B*k, t+1)
-        lengths = lengths.gather(1, beam) + (~done.gather(1, beam)).float()
-        done = done.gather(1, beam) | (token == EOS)
-        if done.all():
+        cand = (scores[:, :, None] + logp).view(B, k * V)  # dead beams propose only -inf
+        scores, flat = cand.topk(k, dim=-1)  # (B, k) each, best first
+        rows = (flat // V + offsets).view(-1)  # (B*k,): the beam each candidate extends
+        seqs = torch.cat([seqs[rows], (flat % V).view(-1, 1)], dim=1)  # (B*k, t+1)
+        ended = ((flat % V) == EOS) & (scores > float("-inf"))  # (B, k)
+        if ended.any():  # finished outputs leave the beam; keep the best per source
+            normalised = torch.where(ended, scores / t ** alpha, float("-inf"))
+            top, j = normalised.max(dim=-1)  # (B,): the first of equal ones
+            better = top > best
+            best = torch.where(better, top, best)
+            best_seq[better, :t] = seqs.view(B, k, -1)[better, j[better], 1:]
+            best_seq[better, t:] = PAD
+            scores = scores.masked_fill(ended, float("-inf"))
+        if (scores == float("-inf")).all():
             break
-    final = scores / lengths.clamp(min=1) ** alpha  # (B, k), length-normalised
-    best = final.argmax(dim=-1)  # (B,)
-    rows = best + torch.arange(B, device=src.device) * k
+    alive = best == float("-inf")  # sources where nothing finished: best live beam
+    if alive.any():
+        j = scores.argmax(dim=-1)  # (B,)
+        length = seqs.shape[1] - 1
+        last = seqs.view(B, k, -1)[torch.arange(B, device=dev), j, 1:]  # (B, length)
+        best_seq[alive, :length] = last[alive]
+        best = torch.where(alive, scores.gather(1, j[:, None])[:, 0] / length ** alpha, best)
     model.train(was_training)
-    return seqs[rows, 1:], final.gather(1, best[:, None])[:, 0]
+    lengths = (best_seq != PAD).sum(dim=1)
+    return best_seq[:, : max(int(lengths.max()), 1)], best

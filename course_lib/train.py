@@ -92,7 +92,11 @@ def train(model, train_ids: np.ndarray, *, steps: int, val_ids: np.ndarray | Non
     torch.manual_seed(seed)
     model.to(device).train()
     opt = torch.optim.Adam(model.parameters(), lr=lr)
-    history, running, live = {"step": [], "train": [], "val": []}, [], None
+    history, running = {"step": [], "train": [], "val": []}, []
+    if plot:
+        from course_lib.viz import LivePlot  # matplotlib only where a plot is asked for
+    live = LivePlot({"loss (nats per token)": ["train", "val"]},
+                    labels={"train": "train", "val": "validation"}) if plot else None
     for step in (bar := runmode.progress(range(1, steps + 1), desc=type(model).__name__)):
         x, y = get_batch(train_ids, batch_size, block_size, rng, device)
         _, loss = model(x, y)
@@ -109,28 +113,9 @@ def train(model, train_ids: np.ndarray, *, steps: int, val_ids: np.ndarray | Non
             history["val"].append(val)
             running = []
             bar.set_postfix(train=f"{history['train'][-1]:.3f}", val=f"{val:.3f}")
-            if plot:
-                live = _plot_history(history, live)
+            if live:
+                live.update(history)
     return history
-
-
-def _plot_history(history: dict, live):
-    """Draw (first call) or redraw the loss curves in place; returns the live handle."""
-    import matplotlib.pyplot as plt
-    from IPython.display import display
-
-    fig, ax = live[1] if live else plt.subplots(figsize=(6, 3))
-    ax.clear()
-    ax.plot(history["step"], history["train"], label="train")
-    ax.plot(history["step"], history["val"], label="validation")
-    ax.set_xlabel("step")
-    ax.set_ylabel("loss (nats per character)")
-    ax.legend()
-    if live is None:
-        plt.close(fig)  # shown through the display handle only, not again at cell end
-        return display(fig, display_id=True), (fig, ax)
-    live[0].update(fig)
-    return live
 
 
 # --- the course's results table (notebook 01 writes it, notebook 06 adds the Transformer) ---

@@ -182,14 +182,15 @@ def train_translation(splits: Splits | None = None, tokenizer: BPETokenizer | No
                       config: TransformerConfig | None = None, *, steps: int = 4000,
                       minutes: float | None = None, batch_size: int = 64, warmup: int = 400,
                       lr_factor: float = 1.0, eval_every: int = 250, device=None,
-                      seed: int = 0) -> tuple[Transformer, BPETokenizer, dict]:
+                      seed: int = 0, plot: bool = False) -> tuple[Transformer, BPETokenizer, dict]:
     """Train a Transformer on the date task with teacher forcing; (model, tokenizer, history).
 
     Adam with the paper's betas (0.9, 0.98), eps 1e-9 and its warm-up schedule
     (``noam_lr``) for ``steps`` steps of ``batch_size`` random training pairs, or until
     ``minutes`` of wall-clock time have passed. Every ``eval_every`` steps the history
     records the mean training loss since the last record and the teacher-forced token
-    accuracy on the validation split. A tqdm bar shows progress in full mode.
+    accuracy on the validation split. A tqdm bar shows progress in full mode; with ``plot``
+    both curves redraw live in the notebook.
     history: {"step", "seconds", "lr", "train_loss", "val_token_acc"}, lists.
     """
     device = device or default_device()
@@ -203,6 +204,12 @@ def train_translation(splits: Splits | None = None, tokenizer: BPETokenizer | No
     val = [torch.from_numpy(a).to(device) for a in encode_pairs(tokenizer, splits.val)]
     opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     history = {key: [] for key in ("step", "seconds", "lr", "train_loss", "val_token_acc")}
+    live = None
+    if plot:
+        from course_lib.viz import LivePlot  # matplotlib only where a plot is asked for
+        live = LivePlot({"training loss (nats per token)": ["train_loss"],
+                         "validation token accuracy (teacher forced)": ["val_token_acc"]},
+                        logy=True)
     start, running = time.perf_counter(), []
     for step in (bar := runmode.progress(range(1, steps + 1), desc="Transformer")):
         lr = noam_lr(step, config.d_model, warmup, lr_factor)
@@ -225,6 +232,8 @@ def train_translation(splits: Splits | None = None, tokenizer: BPETokenizer | No
             running = []
             bar.set_postfix(loss=f"{history['train_loss'][-1]:.3f}",
                             val_acc=f"{history['val_token_acc'][-1]:.3f}")
+            if live:
+                live.update(history)
         if out_of_time:
             break
     model.eval()

@@ -246,3 +246,45 @@ def plot_decoding_tree(logp, names, paths=None, bos=1, eos=2, min_prob=0.01, ax=
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
     return ax
+
+
+class LivePlot:
+    """Training curves that redraw in place in a notebook while a loop runs.
+
+    panels: {y-axis label: [history key, ...]}, one subplot per entry, e.g.
+    ``{"loss (nats per token)": ["train", "val"]}``. ``update(history)`` (history: {"step":
+    [...], key: [...]}) draws the first time and replaces the same output afterwards, so a
+    long training shows one figure that grows, not one figure per update. Outside IPython
+    (a script, a terminal) it draws nothing.
+    """
+
+    def __init__(self, panels: dict[str, list[str]], labels: dict[str, str] | None = None,
+                 x: str = "step", logy: bool = False):
+        self.panels, self.labels, self.x, self.logy = panels, labels or {}, x, logy
+        self.fig = self.handle = None
+
+    def update(self, history: dict) -> None:
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+        except ImportError:  # pragma: no cover - IPython comes with jupyterlab
+            return
+        if get_ipython() is None:
+            return
+        if self.fig is None:
+            self.fig, axes = plt.subplots(1, len(self.panels), squeeze=False,
+                                          figsize=(5.5 * len(self.panels), 3), layout="constrained")
+            self.axes = axes[0]
+            plt.close(self.fig)  # shown through the display handle only, not again at cell end
+        for ax, (ylabel, keys) in zip(self.axes, self.panels.items()):
+            ax.clear()
+            for key in keys:
+                ax.plot(history[self.x], history[key], "o-", ms=3, label=self.labels.get(key, key))
+            ax.set(xlabel=self.x, ylabel=ylabel, yscale="log" if self.logy and "loss" in ylabel
+                   else "linear")
+            if len(keys) > 1:
+                ax.legend()
+        if self.handle is None:
+            self.handle = display(self.fig, display_id=True)
+        else:
+            self.handle.update(self.fig)

@@ -123,3 +123,31 @@ def test_results_bar_chart_has_axis_labels():
     ax = fig.axes[0]
     assert ax.get_xlabel() == "model" and ax.get_ylabel() == "validation bits per character"
     plt.close(fig)
+
+
+def test_live_plot_redraws_one_figure_in_place():
+    """In an IPython session: the first update displays a figure, later ones update the same
+    output with the longer curves; outside IPython it draws nothing."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from course_lib.viz import LivePlot
+
+    outside = LivePlot({"loss": ["train"]})
+    outside.update({"step": [1], "train": [2.0]})
+    assert outside.fig is None
+    InteractiveShell.instance()
+    try:
+        live = LivePlot({"loss": ["train", "val"], "accuracy": ["acc"]})
+        history = {"step": [1], "train": [2.0], "val": [2.5], "acc": [0.1]}
+        live.update(history)
+        first_handle = live.handle
+        history = {"step": [1, 2, 3], "train": [2.0, 1.5, 1.2], "val": [2.5, 2.0, 1.8],
+                   "acc": [0.1, 0.4, 0.6]}
+        live.update(history)
+        assert live.handle is first_handle and first_handle is not None
+        loss_ax, acc_ax = live.axes
+        assert [list(line.get_ydata()) for line in loss_ax.lines] == [[2.0, 1.5, 1.2], [2.5, 2.0, 1.8]]
+        assert list(acc_ax.lines[0].get_xdata()) == [1, 2, 3]
+        assert acc_ax.get_ylabel() == "accuracy"
+    finally:
+        InteractiveShell.clear_instance()
