@@ -4,7 +4,9 @@ and decoding an encoder-decoder model: greedy and beam search (notebook 05).
 At each step: run the model on the context, take the distribution for the last position,
 roll that weighted die, append the face, repeat. ``temperature`` divides the logits
 (below 1 sharpens the die towards its likeliest faces, above 1 flattens it; 0 means always
-take the likeliest face, i.e. greedy); ``top_k`` keeps only the k likeliest faces.
+take the likeliest face, i.e. greedy); ``top_k`` keeps only the k likeliest faces, ``top_p``
+the fewest likeliest faces that together hold probability p. A GPT can keep its keys and
+values between steps (a KV cache) and read only the new token.
 Works for every model with ``forward(idx, targets=None) -> (logits, loss)`` and a
 ``block_size`` (how much context it can use).
 
@@ -24,32 +26,58 @@ from course_lib.tokenize import BOS, EOS, PAD
 
 
 def next_token_probs(logits: torch.Tensor, temperature: float = 1.0,
-                     top_k: int | None = None) -> torch.Tensor:
-    """logits: (B, V) -> the die to roll, probs (B, V), after temperature and top-k."""
+                     top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
+    """logits: (B, V) -> the die to roll, probs (B, V), in this order:
+
+    1. temperature: softmax(logits / temperature);
+    2. top-k: keep the k likeliest tokens (ties with the k-th are kept too);
+    3. top-p (nucleus, Holtzman et al. 2020): keep the fewest likeliest tokens whose
+       probabilities add up to at least p -- the token that crosses p is kept;
+    then renormalise what is kept.
+    """
     logits = logits / temperature
     if top_k is not None and top_k < logits.shape[-1]:
         kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # (B, 1)
         logits = logits.masked_fill(logits < kth, float("-inf"))
-    return torch.softmax(logits, dim=-1)
+    probs = torch.softmax(logits, dim=-1)
+    if top_p is not None and top_p < 1.0:
+        sorted_p, order = probs.sort(dim=-1, descending=True)  # (B, V) each
+        before = sorted_p.cumsum(dim=-1) - sorted_p  # mass of the likelier tokens
+        drop = torch.zeros_like(probs, dtype=torch.bool).scatter(-1, order, before >= top_p)
+        probs = probs.masked_fill(drop, 0.0)
+        probs = probs / probs.sum(dim=-1, keepdim=True)
+    return probs
 
 
 @torch.no_grad()
 def sample(model, idx: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
-           top_k: int | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
+           top_k: int | None = None, top_p: float | None = None,
+           generator: torch.Generator | None = None, use_cache: bool = False) -> torch.Tensor:
     """Extend idx (B, T0) by ``max_new_tokens`` sampled tokens -> (B, T0 + max_new_tokens).
 
     ``generator`` (a seeded ``torch.Generator`` on idx's device) makes the rolls repeatable.
+    ``use_cache`` (for models with ``new_cache()``, e.g. ``transformer.GPT``): keep every
+    block's keys and values and feed one new token per step instead of the whole context;
+    the tokens are the same as without it. When the context outgrows ``block_size`` the
+    cache is rebuilt from the last ``block_size - 1`` tokens plus the new one, as the
+    uncached loop crops.
     """
     was_training = model.training
     model.eval()
+    cache, fed = None, 0  # fed: tokens of idx already in the cache
     for _ in range(max_new_tokens):
-        context = idx[:, -model.block_size:]
-        logits, _ = model(context)
+        if use_cache:
+            if cache is None or fed >= model.block_size:
+                cache, fed = model.new_cache(), max(0, idx.shape[1] - model.block_size)
+            logits, _ = model(idx[:, fed:], cache=cache)
+            fed = idx.shape[1]
+        else:
+            logits, _ = model(idx[:, -model.block_size:])
         last = logits[:, -1, :]  # (B, V): the distribution of the next token
         if temperature == 0:
             nxt = last.argmax(dim=-1, keepdim=True)
         else:
-            probs = next_token_probs(last.float(), temperature, top_k)
+            probs = next_token_probs(last.float(), temperature, top_k, top_p)
             nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
         idx = torch.cat([idx, nxt], dim=1)
     model.train(was_training)

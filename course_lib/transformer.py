@@ -1,4 +1,5 @@
-"""The encoder-decoder Transformer (seed 001, "Transformer architecture"), in torch.
+"""The encoder-decoder Transformer (seed 001, "Transformer architecture") and the
+decoder-only GPT (seed 004, "Transformer Language Model"), in torch.
 
 Read top to bottom, in dependency order:
 
@@ -17,9 +18,13 @@ x + sublayer(LN(x)), with one more LN at the end of each stack (notebook 04 comp
 Attention and layer norm run through ``torch.autograd.Function``s whose backward is the
 derivation of notebooks 02 and 04, so those derivations are what train this model.
 
+    GPTBlock            Pre-LN causal self-attention and FFN, with an optional KV cache
+    GPT                 token + learned position embeddings, GPT blocks, final LN, output
+                        tied to the token embedding; forward(idx, targets) -> (logits, loss)
+
 ``encoder_block`` and ``decoder_block`` are the numpy references of the two blocks (forward
 only), wired from the numpy layers of the same modules; the tests check that the torch
-blocks compute the same numbers.
+blocks compute the same numbers. ``gpt_block`` and ``gpt_forward`` do the same for GPT.
 """
 from __future__ import annotations
 
@@ -30,7 +35,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from course_lib.attention import MultiHeadAttention, causal_mask, mha_forward
+from course_lib.attention import (MultiHeadAttention, attention_torch, causal_mask, merge_heads,
+                                  mha_forward, split_heads)
 from course_lib.layernorm import FeedForward, LayerNorm, ffn_forward, layernorm_forward
 from course_lib.positional import sinusoidal_encoding_torch
 from course_lib.tokenize import PAD
@@ -259,3 +265,155 @@ def noam_lr(step: int, d_model: int, warmup: int = 400, factor: float = 1.0) -> 
     """
     step = max(step, 1)
     return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+
+
+# ============================================================================ GPT
+@dataclass
+class GPTConfig:
+    """Sizes of a decoder-only language model. The defaults are nanoGPT's CPU recipe
+    (4 layers, 4 heads, d_model 128, context 64); GPT-3 175B is n_layers=96, d_model=12288,
+    n_heads=96, block_size=2048, vocab_size=50257 (seed 000)."""
+    vocab_size: int
+    block_size: int = 64  # the longest context, and the number of learned positions
+    d_model: int = 128
+    n_heads: int = 4
+    n_layers: int = 4
+    d_ff: int | None = None  # 4 * d_model when None, as in GPT
+    dropout: float = 0.0
+
+
+def gpt_block(x, p, n_heads):
+    """One GPT block in numpy, Pre-LN with causal self-attention (seed 004):
+
+        h = x + MHA(LN_1(x)) with a causal mask;  out = h + FFN(LN_2(h)).
+
+    x: (B, T, d_model) -> (B, T, d_model). p: "attn" (W_q, W_k, W_v, W_o), "norm1", "norm2"
+    (gamma, beta), "ffn" (W1, b1, W2, b2), as ``gpt_params`` returns.
+    """
+    mask = causal_mask(x.shape[-2])  # (T, T): query i sees keys 0..i
+    h = layernorm_forward(x, *p["norm1"])[0]
+    x = x + mha_forward(h, h, *p["attn"], n_heads, mask)[0]
+    return x + ffn_forward(layernorm_forward(x, *p["norm2"])[0], *p["ffn"])[0]
+
+
+def gpt_forward(idx, params, n_heads):
+    """The whole GPT in numpy: idx (B, T) ints -> logits (B, T, vocab_size).
+
+    x = W_E[idx] + W_P[:T] (no scaling by sqrt(d_model), unlike notebook 05), the blocks,
+    a final layer norm, then logits = x W_E^T: the output layer is the token embedding.
+    params: "W_E" (vocab_size, d_model), "W_P" (block_size, d_model), "blocks" (a list of
+    ``gpt_block`` dicts), "norm_f" (gamma, beta).
+    """
+    T = idx.shape[-1]
+    x = params["W_E"][idx] + params["W_P"][:T]  # (B, T, d_model)
+    for p in params["blocks"]:
+        x = gpt_block(x, p, n_heads)
+    return layernorm_forward(x, *params["norm_f"])[0] @ params["W_E"].T
+
+
+class GPTBlock(nn.Module):
+    """Torch twin of ``gpt_block``. forward(x (B, T, d_model), cache=None) -> same shape.
+
+    With a ``cache`` (a dict, empty at first) the block keeps the keys and values of every
+    position it has seen, and x holds only the new positions: their queries attend to the
+    cached keys and to their own, never to later ones. Feeding a sequence in pieces then
+    gives the same outputs as feeding it whole, while each step projects only the new tokens.
+    """
+
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.norm1, self.norm2 = LayerNorm(cfg.d_model), LayerNorm(cfg.d_model)
+        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff or 4 * cfg.d_model)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x, cache: dict | None = None):
+        h = self.norm1(x)
+        a = self.attn
+        q = split_heads(h @ a.W_q, a.n_heads)  # (B, n_heads, T_new, d_k)
+        k = split_heads(h @ a.W_k, a.n_heads)  # (B, n_heads, T_new, d_k)
+        v = split_heads(h @ a.W_v, a.n_heads)
+        if cache is not None:
+            if "k" in cache:
+                k = torch.cat([cache["k"], k], dim=-2)  # (B, n_heads, T_past + T_new, d_k)
+                v = torch.cat([cache["v"], v], dim=-2)
+            cache["k"], cache["v"] = k, v
+        mask = torch.from_numpy(causal_mask(q.shape[-2], k.shape[-2])).to(x.device)
+        heads, a.attention = attention_torch(q, k, v, mask)  # (B, n_heads, T_new, d_k)
+        x = x + self.drop(merge_heads(heads) @ a.W_o)
+        return x + self.drop(self.ffn(self.norm2(x)))
+
+
+class GPT(nn.Module):
+    """A decoder-only Transformer language model (GPT; seed 004, "Transformer Language
+    Model"), Pre-LN, with the course's hand-derived attention and layer-norm backward passes.
+
+    forward(idx (B, T), targets (B, T) or None, cache=None) -> (logits (B, T, vocab_size),
+    loss: mean cross-entropy in nats or None): the interface of every language model in the
+    course. With a ``cache`` from ``new_cache()``, idx holds only the tokens after those
+    already fed, and their positions continue from there (see ``GPTBlock``).
+    """
+
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.cfg, self.block_size = cfg, cfg.block_size
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)  # W_E, also the output layer
+        self.pos_emb = nn.Embedding(cfg.block_size, cfg.d_model)  # W_P, learned
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(GPTBlock(cfg) for _ in range(cfg.n_layers))
+        self.norm_f = LayerNorm(cfg.d_model)
+        # GPT-2's initialisation: N(0, 0.02), and the two projections that write into the
+        # residual stream scaled by 1/sqrt(2 n_layers), so its variance does not grow with depth
+        for name, param in self.named_parameters():
+            if param.dim() == 2:
+                std = 0.02 / math.sqrt(2 * cfg.n_layers) if name.endswith(("W_o", "fc2.weight")) else 0.02
+                nn.init.normal_(param, std=std)
+            elif name.endswith("bias"):
+                nn.init.zeros_(param)
+
+    def new_cache(self) -> list[dict]:
+        """An empty KV cache: one dict per block, filled by ``forward(..., cache=...)``."""
+        return [{} for _ in self.blocks]
+
+    def forward(self, idx, targets=None, cache: list[dict] | None = None):
+        start = cache[0]["k"].shape[-2] if cache and "k" in cache[0] else 0
+        T = idx.shape[1]
+        if start + T > self.block_size:
+            raise ValueError(f"{start + T} positions, but the model has {self.block_size} "
+                             "(crop the context to the last block_size tokens)")
+        pos = torch.arange(start, start + T, device=idx.device)
+        x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))  # (B, T, d_model)
+        for i, block in enumerate(self.blocks):
+            x = block(x, None if cache is None else cache[i])
+        logits = self.norm_f(x) @ self.tok_emb.weight.T  # (B, T, vocab_size), tied
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        return logits, loss
+
+    def n_params(self, non_embedding: bool = False) -> int:
+        """Parameters (the tied output layer counted once); without the token and position
+        embeddings when ``non_embedding`` (Kaplan et al. 2020's N)."""
+        n = sum(p.numel() for p in self.parameters())
+        if non_embedding:
+            n -= self.tok_emb.weight.numel() + self.pos_emb.weight.numel()
+        return n
+
+    def attention_maps(self) -> list[torch.Tensor]:
+        """After a forward pass: the weights of every block, (B, n_heads, T_q, T_k) each."""
+        return [b.attn.attention for b in self.blocks]
+
+
+def gpt_params(model: GPT) -> dict:
+    """The weights of a torch ``GPT`` as numpy arrays, laid out for ``gpt_forward``."""
+    def arr(t):
+        return t.detach().cpu().numpy()
+
+    return {"W_E": arr(model.tok_emb.weight), "W_P": arr(model.pos_emb.weight),
+            "norm_f": (arr(model.norm_f.gamma), arr(model.norm_f.beta)),
+            "blocks": [{"attn": tuple(arr(w) for w in (b.attn.W_q, b.attn.W_k, b.attn.W_v, b.attn.W_o)),
+                        "norm1": (arr(b.norm1.gamma), arr(b.norm1.beta)),
+                        "norm2": (arr(b.norm2.gamma), arr(b.norm2.beta)),
+                        "ffn": (arr(b.ffn.fc1.weight.T), arr(b.ffn.fc1.bias),
+                                arr(b.ffn.fc2.weight.T), arr(b.ffn.fc2.bias))}
+                       for b in model.blocks]}
