@@ -2,7 +2,8 @@
 
 Most exercises call ``function(**case)``; the few that need more (the first of several
 returned values, a backward pass fed by the learner's own forward, a numerical gradient of a
-test function, a decoder fed a model made from a table of log-probabilities) name one of the
+test function, a decoder fed a model made from a table of log-probabilities, a KV-cached step fed one
+token at a time) name one of the
 ``CALLS`` below in their ``Exercise.call``. The grader tells the kernel that name in the
 cases file, so this module runs in the grading sandbox: it holds no reference and imports
 nothing of the grader's.
@@ -75,8 +76,19 @@ def markov_decoder(namespace: Namespace, function: str, case: dict):
     return learner_function(namespace, function)(table_model(args.pop("logp")), **args)
 
 
+def stepwise(namespace: Namespace, function: str, case: dict):
+    """The learner's one-token step (KV cache) fed ``case["idx"]`` (B, T) column by column,
+    ``step(token (B,), pos, cache, params, n_heads) -> logits (B, vocab_size)``, starting from
+    an empty dict as the cache; the logits of every step stacked: (B, T, vocab_size)."""
+    step = learner_function(namespace, function)
+    idx, cache = np.asarray(case["idx"]), {}
+    return np.stack([np.asarray(step(idx[:, t].copy(), t, cache, case["params"], case["n_heads"]))
+                     for t in range(idx.shape[1])], axis=1)
+
+
 CALLS = {"first_output": first_output, "layernorm_backward": layernorm_backward,
-         "numerical_gradient": numerical_gradient, "markov_decoder": markov_decoder}
+         "numerical_gradient": numerical_gradient, "markov_decoder": markov_decoder,
+         "stepwise": stepwise}
 
 
 def run(namespace: Namespace, function: str, call: str | None, case: dict):

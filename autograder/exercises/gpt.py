@@ -1,0 +1,361 @@
+"""Exercises of notebook 06 (GPT): the block, the forward with tied embeddings, the die of
+the next token (temperature, top-k, top-p) and one step of generation with a KV cache.
+
+Every float is float64, ids int64. The model's weights travel as a dict like
+``course_lib.transformer.gpt_params`` returns: "W_E" (vocab_size, d_model), "W_P"
+(block_size, d_model), "norm_f" (gamma, beta), "blocks": a list of {"attn": (W_q, W_k, W_v,
+W_o), "norm1", "norm2": (gamma, beta), "ffn": (W1, b1, W2, b2)}.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.exercise import Exercise, Mistake
+from autograder.features import shape_features
+from course_lib.attention import attention_forward, causal_mask, merge_heads, mha_forward, split_heads
+from course_lib.layernorm import ffn_forward, layernorm_forward
+from course_lib.softmax import softmax
+from course_lib.transformer import gpt_block, gpt_forward
+
+FORBIDDEN = ("course_lib.transformer", "course_lib.generate", "course_lib.train",
+             "course_lib.scaling", "course_lib.scaling_runs")
+
+
+# ============================================================================ weights
+def _block_params(rng, d, d_ff):
+    return {"attn": tuple(rng.normal(size=(d, d)) / np.sqrt(d) for _ in range(4)),
+            "norm1": (rng.normal(1.0, 0.3, size=d), rng.normal(0.0, 0.3, size=d)),
+            "norm2": (rng.normal(1.0, 0.3, size=d), rng.normal(0.0, 0.3, size=d)),
+            "ffn": (rng.normal(size=(d, d_ff)) / np.sqrt(d), rng.normal(size=d_ff) * 0.5,
+                    rng.normal(size=(d_ff, d)) / np.sqrt(d_ff), rng.normal(size=d) * 0.5)}
+
+
+def _gpt_params(rng, vocab_size, block_size, d, n_layers):
+    return {"W_E": rng.normal(size=(vocab_size, d)), "W_P": rng.normal(size=(block_size, d)),
+            "norm_f": (rng.normal(1.0, 0.3, size=d), rng.normal(0.0, 0.3, size=d)),
+            "blocks": [_block_params(rng, d, 2 * d) for _ in range(n_layers)]}
+
+
+def _ln(x, norm):
+    return layernorm_forward(x, *norm)[0]
+
+
+# ============================================================================ the block
+def _block_case(rng, B, T, d, n_heads):
+    return {"x": rng.normal(size=(B, T, d)), "p": _block_params(rng, d, 2 * d), "n_heads": n_heads}
+
+
+def _block_cases(rng, hidden):
+    if not hidden:
+        return [_block_case(rng, 2, 5, 4, 2), _block_case(rng, 1, 4, 6, 1),
+                _block_case(rng, 2, 1, 4, 2), _block_case(rng, 3, 3, 8, 4)]
+    return [_block_case(rng, 2, 6, 8, 2), _block_case(rng, 1, 3, 4, 1),
+            _block_case(rng, 4, 4, 6, 3), _block_case(rng, 2, 1, 4, 4),
+            _block_case(rng, 2, 7, 4, 2)]
+
+
+def _wired_block(mask="causal", order="pre", residual=True, norm2="norm2"):
+    """A GPT block with its mask, norm order, residual paths or second norm changed."""
+    def wrong(x, p, n_heads):
+        T = x.shape[-2]
+        m = {"causal": causal_mask(T), "none": None, "future": ~causal_mask(T)}[mask]
+
+        def attn(h):
+            return mha_forward(h, h, *p["attn"], n_heads, m)[0]
+
+        def ffn(h):
+            return ffn_forward(h, *p["ffn"])[0]
+        if order == "post":
+            h = _ln(x + attn(x), p["norm1"])
+            return _ln(h + ffn(h), p[norm2])
+        h = (x if residual else 0.0) + attn(_ln(x, p["norm1"]))
+        return (h if residual else 0.0) + ffn(_ln(h, p[norm2]))
+    return wrong
+
+
+BLOCK_MISTAKES = (
+    Mistake("causal mask missing", "position t must not see tokens after it: pass "
+            "causal_mask(T) (True where key j <= query i) to the attention.",
+            _wired_block(mask="none")),
+    Mistake("causal mask inverted (each position sees only later tokens)",
+            "True in the mask means 'may attend': query i sees keys 0..i, a lower triangle.",
+            _wired_block(mask="future")),
+    Mistake("block in Post-LN order", "a GPT block is Pre-LN: h = x + MHA(LN_1(x)), "
+            "out = h + FFN(LN_2(h)); the norm comes before each sublayer.",
+            _wired_block(order="post")),
+    Mistake("residual connection missing", "each sublayer's output is added to its input: "
+            "h = x + MHA(LN_1(x)), out = h + FFN(LN_2(h)).", _wired_block(residual=False)),
+    Mistake("the first layer norm used twice", "the FFN has its own norm: LN_2 = p['norm2'].",
+            _wired_block(norm2="norm1")),
+)
+
+BLOCK_FEATURES = shape_features(**{
+    "one head": lambda c: c["n_heads"] == 1,
+    "a single sequence (B = 1)": lambda c: len(c["x"]) == 1,
+    "a single position (T = 1)": lambda c: c["x"].shape[1] == 1})
+
+
+def _block_dims(c):
+    d = c["x"].shape[-1]
+    return {"d_model": d, "n_heads": c["n_heads"], "d_k": d // c["n_heads"]}
+
+
+# ============================================================================ the forward
+def _forward_case(rng, B, T, vocab_size, d, n_heads, n_layers, block_size=None):
+    block_size = block_size or T + 2
+    return {"idx": rng.integers(0, vocab_size, size=(B, T)),
+            "params": _gpt_params(rng, vocab_size, block_size, d, n_layers), "n_heads": n_heads}
+
+
+def _forward_cases(rng, hidden):
+    if not hidden:
+        return [_forward_case(rng, 2, 4, 7, 4, 2, 1), _forward_case(rng, 1, 5, 9, 6, 3, 2),
+                _forward_case(rng, 2, 3, 5, 4, 1, 1, block_size=3),
+                _forward_case(rng, 2, 1, 6, 4, 2, 1)]
+    return [_forward_case(rng, 3, 5, 8, 4, 2, 2), _forward_case(rng, 2, 1, 6, 6, 2, 1),
+            _forward_case(rng, 1, 6, 11, 8, 4, 1), _forward_case(rng, 2, 4, 5, 4, 1, 2, block_size=4)]
+
+
+def _forward_with(positions=True, scale=False, final_norm=True, probs=False, offset=0):
+    def wrong(idx, params, n_heads):
+        T, (_, d) = idx.shape[-1], params["W_E"].shape
+        x = params["W_E"][idx] * (np.sqrt(d) if scale else 1.0)
+        if positions:
+            x = x + params["W_P"][offset:offset + T]
+        for p in params["blocks"]:
+            x = gpt_block(x, p, n_heads)
+        logits = (_ln(x, params["norm_f"]) if final_norm else x) @ params["W_E"].T
+        return softmax(logits, axis=-1) if probs else logits
+    return wrong
+
+
+FORWARD_MISTAKES = (
+    Mistake("position embeddings forgotten", "add the learned position embedding of each "
+            "position: x = W_E[idx] + W_P[:T].", _forward_with(positions=False)),
+    Mistake("embedding scaled by sqrt(d_model)", "GPT adds W_E[idx] and W_P[:T] as they are; the "
+            "sqrt(d_model) factor belonged to notebook 05's sinusoidal model.",
+            _forward_with(scale=True)),
+    Mistake("final layer norm missing", "after the last block comes LN_f = params['norm_f'], "
+            "then the output layer.", _forward_with(final_norm=False)),
+    Mistake("probabilities returned instead of logits", "return the logits x W_E^T; softmax "
+            "belongs to the loss and to sampling.", _forward_with(probs=True)),
+    Mistake("positions counted from 1", "the first token has position 0: W_P[:T], not "
+            "W_P[1:T + 1].", _forward_with(offset=1)),
+)
+
+FORWARD_FEATURES = shape_features(**{
+    "one head": lambda c: c["n_heads"] == 1,
+    "two blocks": lambda c: len(c["params"]["blocks"]) == 2,
+    "a single position (T = 1)": lambda c: c["idx"].shape[1] == 1,
+    "T = block_size (every position)": lambda c: c["idx"].shape[1] == len(c["params"]["W_P"])})
+
+
+# ============================================================================ the die
+def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None, *, tempered=True,
+                     k_shift=0, keep_crossing=True, keep_first=True, p_before_k=False,
+                     renormalise=True, ascending=False):
+    """The distribution of the next token, logits (B, V) -> probs (B, V): softmax of
+    logits / temperature, then top-k (the k likeliest tokens kept), then top-p (the fewest
+    likeliest tokens whose probability adds up to at least top_p; the token that crosses it
+    is kept), each followed by renormalising what is kept.
+
+    The keyword-only switches model mistakes.
+    """
+    with np.errstate(invalid="ignore"):  # a mistake may keep nothing: 0 / 0
+        return _next_token_probs(logits, temperature, top_k, top_p, tempered, k_shift,
+                                 keep_crossing, keep_first, p_before_k, renormalise, ascending)
+
+
+def _next_token_probs(logits, temperature, top_k, top_p, tempered, k_shift, keep_crossing,
+                      keep_first, p_before_k, renormalise, ascending):
+    probs = softmax(logits / temperature if tempered else logits, axis=-1)
+    nucleus_of = probs
+    if top_k is not None:
+        k = min(top_k + k_shift, probs.shape[-1])
+        kth = -np.sort(-probs, axis=-1)[:, [k - 1]]  # (B, 1): the k-th largest
+        probs = np.where(probs >= kth, probs, 0.0)
+        if renormalise:
+            probs = probs / probs.sum(axis=-1, keepdims=True)
+    if top_p is not None:
+        source = nucleus_of if p_before_k else probs
+        order = np.argsort(source if ascending else -source, axis=-1, kind="stable")
+        sorted_p = np.take_along_axis(source, order, axis=-1)
+        cum = np.cumsum(sorted_p, axis=-1)
+        keep_sorted = (cum - sorted_p < top_p) if keep_crossing else (cum <= top_p)
+        keep_sorted[:, 0] |= keep_first  # the likeliest token always stays
+        keep = np.zeros_like(keep_sorted)
+        np.put_along_axis(keep, order, keep_sorted, axis=-1)
+        probs = np.where(keep, probs, 0.0)
+        if renormalise:
+            probs = probs / probs.sum(axis=-1, keepdims=True)
+    return probs
+
+
+def _probs_case(rng, B, V, temperature=1.0, top_k=None, top_p=None):
+    return {"logits": rng.normal(size=(B, V)) * 1.5, "temperature": temperature,
+            "top_k": top_k, "top_p": top_p}
+
+
+def _probs_cases(rng, hidden):
+    if not hidden:
+        return [_probs_case(rng, 2, 6), _probs_case(rng, 2, 8, temperature=0.5),
+                _probs_case(rng, 3, 8, top_k=3), _probs_case(rng, 2, 10, top_p=0.7),
+                _probs_case(rng, 2, 10, temperature=1.5, top_k=5, top_p=0.6),
+                _probs_case(rng, 3, 12, top_k=8, top_p=0.5),
+                _probs_case(rng, 1, 5, temperature=2.0, top_k=1)]
+    return [_probs_case(rng, 3, 7, temperature=0.8), _probs_case(rng, 2, 9, top_k=4),
+            _probs_case(rng, 4, 12, top_p=0.8), _probs_case(rng, 2, 6, top_p=0.5),
+            _probs_case(rng, 3, 10, temperature=0.7, top_k=6, top_p=0.75),
+            _probs_case(rng, 2, 12, temperature=1.2, top_k=7, top_p=0.55),
+            _probs_case(rng, 1, 8, temperature=1.3, top_k=2), _probs_case(rng, 2, 5, top_k=1)]
+
+
+def _probs_with(**mistake):
+    return lambda logits, temperature=1.0, top_k=None, top_p=None: next_token_probs(
+        logits, temperature, top_k, top_p, **mistake)
+
+
+def _after_softmax(logits, temperature=1.0, top_k=None, top_p=None):
+    """softmax(logits) / temperature: not a distribution unless temperature is 1."""
+    return next_token_probs(logits, 1.0, top_k, top_p) / temperature
+
+
+PROBS_MISTAKES = (
+    Mistake("temperature applied after softmax", "divide the logits by the temperature, "
+            "then take the softmax: softmax(logits / T).", _after_softmax),
+    Mistake("temperature ignored", "the die is softmax(logits / temperature).",
+            _probs_with(tempered=False)),
+    Mistake("top-p measured before the top-k cut", "apply top-k first and renormalise; top-p "
+            "then adds up the renormalised probabilities.", _probs_with(p_before_k=True)),
+    Mistake("top-k keeping k-1 tokens", "keep the k likeliest tokens: those at least as "
+            "likely as the k-th largest.", _probs_with(k_shift=-1)),
+    Mistake("top-k keeping k+1 tokens", "keep exactly the k likeliest tokens.",
+            _probs_with(k_shift=1)),
+    Mistake("top-p that drops the token crossing the threshold",
+            "keep the fewest likeliest tokens whose probabilities add up to at least top_p: "
+            "the token whose probability takes the sum past top_p is kept.",
+            wrong=_probs_with(keep_crossing=False, keep_first=False),
+            detect=lambda case, got, want: any(
+                np.allclose(got[0], next_token_probs(**case, keep_crossing=False,
+                                                     keep_first=first), equal_nan=True)
+                for first in (True, False))),
+    Mistake("top-p on the least likely tokens", "sort from the likeliest token down before "
+            "adding up probabilities.", _probs_with(ascending=True)),
+    Mistake("kept probabilities not renormalised", "after dropping tokens, divide what is "
+            "kept by its sum, so the die's faces add up to 1.", _probs_with(renormalise=False)),
+)
+
+PROBS_FEATURES = shape_features(**{
+    "temperature below 1": lambda c: c["temperature"] < 1,
+    "temperature above 1": lambda c: c["temperature"] > 1,
+    "top-k": lambda c: c["top_k"] is not None,
+    "top-k = 1": lambda c: c["top_k"] == 1,
+    "top-p": lambda c: c["top_p"] is not None,
+    "top-k and top-p together": lambda c: c["top_k"] is not None and c["top_p"] is not None,
+    "a single row": lambda c: len(c["logits"]) == 1})
+
+
+# ============================================================================ the KV cache
+def stepped(idx, params, n_heads, *, whole_prefix=False, fixed_position=False,
+            mask_first_key=False, attend_before_append=False, shared_cache=False):
+    """What a KV-cached step returns for every position of idx (B, T): logits (B, T, V).
+
+    The right step equals ``gpt_forward``: for the new token at position t, its keys and
+    values join the cache, and its one query attends to the cached keys 0..t (no mask is
+    needed: none of them is in its future). The keyword-only switches model mistakes.
+    """
+    B, T = idx.shape
+    caches = [([], []) for _ in params["blocks"]]
+    shared = ([], [])
+    out = []
+    for t in range(T):
+        x = params["W_E"][idx[:, t]][:, None, :] + params["W_P"][0 if fixed_position else t]
+        for layer, p in enumerate(params["blocks"]):
+            ks, vs = shared if shared_cache else caches[layer]
+            h = _ln(x, p["norm1"])  # (B, 1, d_model)
+            W_q, W_k, W_v, W_o = p["attn"]
+            q = split_heads(h @ W_q, n_heads)  # (B, n_heads, 1, d_k)
+            if whole_prefix:  # recompute the keys of the whole prefix and append them all
+                prefix = params["W_E"][idx[:, :t + 1]] + params["W_P"][:t + 1]
+                for p_before in params["blocks"][:layer]:
+                    prefix = gpt_block(prefix, p_before, n_heads)
+                hp = _ln(prefix, p["norm1"])
+                new_k, new_v = split_heads(hp @ W_k, n_heads), split_heads(hp @ W_v, n_heads)
+            else:
+                new_k, new_v = split_heads(h @ W_k, n_heads), split_heads(h @ W_v, n_heads)
+            if attend_before_append and ks:
+                K, V = np.concatenate(ks, axis=-2), np.concatenate(vs, axis=-2)
+            elif attend_before_append:
+                K = V = None
+            ks.append(new_k)
+            vs.append(new_v)
+            if not attend_before_append:
+                K, V = np.concatenate(ks, axis=-2), np.concatenate(vs, axis=-2)
+            if K is None:
+                heads = np.zeros_like(q)
+            else:
+                mask = causal_mask(K.shape[-2]) if mask_first_key else None
+                heads = attention_forward(q, K, V, None if mask is None else mask[:1])[0]
+            x = x + merge_heads(heads) @ W_o
+            x = x + ffn_forward(_ln(x, p["norm2"]), *p["ffn"])[0]
+        out.append((_ln(x, params["norm_f"]) @ params["W_E"].T)[:, 0])
+    return np.stack(out, axis=1)
+
+
+def _step_reference(idx, params, n_heads):
+    return gpt_forward(idx, params, n_heads)
+
+
+def _step_cases(rng, hidden):
+    if not hidden:
+        return [_forward_case(rng, 2, 4, 7, 4, 2, 1), _forward_case(rng, 1, 5, 9, 6, 3, 2),
+                _forward_case(rng, 2, 1, 5, 4, 1, 1), _forward_case(rng, 2, 3, 6, 4, 2, 2, block_size=3)]
+    return [_forward_case(rng, 3, 5, 8, 4, 2, 2), _forward_case(rng, 2, 3, 6, 6, 2, 1),
+            _forward_case(rng, 1, 6, 11, 8, 4, 1), _forward_case(rng, 2, 4, 5, 4, 1, 2, block_size=4)]
+
+
+def _stepped_with(**mistake):
+    return lambda idx, params, n_heads: stepped(idx, params, n_heads, **mistake)
+
+
+STEP_MISTAKES = (
+    Mistake("KV cache that appends the whole prefix each step",
+            "append only the new token's key and value; the cache already holds the earlier "
+            "ones, so appending the prefix again makes each earlier key count several times.",
+            _stepped_with(whole_prefix=True)),
+    Mistake("position index not advanced", "the token fed at step pos sits at position pos: "
+            "add W_P[pos], not W_P[0].", _stepped_with(fixed_position=True)),
+    Mistake("causal mask applied to the cached keys of the single new query",
+            "the new token's query may see every cached key (none is in its future): row 0 "
+            "of a causal mask lets it see only the first.", _stepped_with(mask_first_key=True)),
+    Mistake("cache updated after attending", "append the new token's key and value before "
+            "its query attends: a token sees itself.", _stepped_with(attend_before_append=True)),
+    Mistake("one cache shared by all blocks", "each block keeps its own keys and values "
+            "(e.g. cache[layer]); one list for all mixes the layers' keys.",
+            _stepped_with(shared_cache=True)),
+)
+
+
+def _exercise(name, function, signature, cases, reference, points, mistakes, features,
+              output_names, **kw):
+    return Exercise(id=f"gpt.{name}", function=function, signature=signature, cases=cases,
+                    reference=reference, points=points, mistakes=mistakes, features=features,
+                    output_names=output_names, forbidden=FORBIDDEN, **kw)
+
+
+EXERCISES = [
+    _exercise("block", "gpt_block", "gpt_block(x, p, n_heads) -> out (B, T, d_model)",
+              _block_cases, gpt_block, 2, BLOCK_MISTAKES, BLOCK_FEATURES, ("out",),
+              dims=_block_dims),
+    _exercise("forward", "gpt_forward",
+              "gpt_forward(idx, params, n_heads) -> logits (B, T, vocab_size)",
+              _forward_cases, gpt_forward, 2, FORWARD_MISTAKES, FORWARD_FEATURES, ("logits",),
+              helpers=("gpt_block",)),
+    _exercise("next_token_probs", "next_token_probs",
+              "next_token_probs(logits, temperature=1.0, top_k=None, top_p=None) -> probs (B, V)",
+              _probs_cases, next_token_probs, 3, PROBS_MISTAKES, PROBS_FEATURES, ("probs",)),
+    _exercise("kv_step", "gpt_step",
+              "gpt_step(token, pos, cache, params, n_heads) -> logits (B, vocab_size)",
+              _step_cases, _step_reference, 3, STEP_MISTAKES, FORWARD_FEATURES, ("logits",),
+              call="stepwise"),
+]
