@@ -120,3 +120,11 @@ def test_top_k_and_top_p_keep_the_right_tokens():
     torch.testing.assert_close(p, torch.tensor([[0.0, 1.0, 0.0, 0.0]]))
     cold = gen.next_token_probs(logits, temperature=0.5)
     torch.testing.assert_close(cold, probs ** 2 / (probs ** 2).sum())
+
+
+def test_cache_timings_compare_equal_outputs():
+    model = _model(block_size=20).float()
+    rows = gen.cache_timings(model, [4, 12])
+    assert [r["length"] for r in rows] == [4, 12]
+    assert all(r["no_cache"] > 0 and r["cache"] > 0 and r["ratio"] == r["no_cache"] / r["cache"]
+               for r in rows)

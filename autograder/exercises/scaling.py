@@ -1,0 +1,326 @@
+"""Exercises of notebook 06, "GPT-3 by the numbers": parameters, compute, memory, time.
+
+Every input is a plain Python number (sizes are ints, budgets floats) and every output a
+scalar. The cases put GPT-3's own sizes among the public ones, so the learner sees 175
+billion come out, and add toy models on which each named mistake changes the answer by far
+more than the tolerance (leaving out the biases of GPT-3 175B changes its count by only 3e-6).
+The references are ``course_lib.scaling``, which the learner may not call.
+"""
+from __future__ import annotations
+
+from autograder.exercise import Exercise, Mistake
+from autograder.features import shape_features
+from course_lib import scaling
+
+FORBIDDEN = ("course_lib.scaling",)
+RTOL, ATOL = 1e-9, 0.0  # float rounding passes; no mistake below is within 1e-9 of the answer
+
+
+# ============================================================================ parameters
+def param_count(n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff, tied):
+    """Parameters of a GPT with biases everywhere and learned positions (course_lib.scaling)."""
+    return scaling.param_count(n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff, tied=tied)
+
+
+def _count_cases(rng, hidden):
+    gpt3 = {k: v for k, v in scaling.GPT3_175B.items() if k != "d_head"}
+    if not hidden:
+        return [dict(gpt3, tied=True),
+                dict(n_layers=12, d_model=768, n_heads=12, vocab_size=50257, n_ctx=2048,
+                     d_ff=3072, tied=True),  # GPT-3 Small
+                dict(n_layers=2, d_model=8, n_heads=2, vocab_size=11, n_ctx=16, d_ff=32, tied=True),
+                dict(n_layers=1, d_model=6, n_heads=3, vocab_size=7, n_ctx=5, d_ff=24, tied=False),
+                dict(n_layers=3, d_model=10, n_heads=2, vocab_size=13, n_ctx=9, d_ff=16, tied=True)]
+    cases = []
+    for _ in range(5):
+        n_heads = int(rng.integers(2, 5))
+        d_model = n_heads * int(rng.integers(2, 6))
+        d_ff = 4 * d_model if rng.random() < 0.5 else int(rng.integers(d_model, 6 * d_model))
+        cases.append(dict(n_layers=int(rng.integers(1, 5)), d_model=d_model, n_heads=n_heads,
+                          vocab_size=int(rng.integers(5, 60)), n_ctx=int(rng.integers(4, 33)),
+                          d_ff=d_ff, tied=bool(rng.random() < 0.5)))
+    cases[0]["tied"], cases[1]["tied"] = True, False  # both kinds, whatever the draw
+    row = scaling.TABLE_2_1[int(rng.integers(len(scaling.TABLE_2_1) - 1))]
+    cases.append(dict(n_layers=row.n_layers, d_model=row.d_model, n_heads=row.n_heads,
+                      vocab_size=scaling.VOCAB_SIZE, n_ctx=scaling.N_CTX, d_ff=4 * row.d_model,
+                      tied=True))
+    return cases
+
+
+def _count_with(**change):
+    """param_count with one of course_lib.scaling's switches changed."""
+    def wrong(n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff, tied):
+        kwargs = {"d_ff": d_ff, "tied": tied, **change}
+        return scaling.param_count(n_layers, d_model, n_heads, vocab_size, n_ctx, **kwargs)
+    return wrong
+
+
+def _count_plus(extra):
+    """param_count plus ``extra(case)`` (negative: something left out)."""
+    def wrong(**case):
+        return param_count(**case) + extra(**case)
+    return wrong
+
+
+COUNT_MISTAKES = (
+    Mistake("biases left out",
+            "every linear layer has a bias: b_q, b_k, b_v (n_heads * d_head each), b_o (d_model), "
+            "b_1 (d_ff) and b_2 (d_model), in every block.", _count_with(biases=False)),
+    Mistake("attention biases left out",
+            "W_q, W_k, W_v and W_o each have a bias too: 4 * d_model per block.",
+            _count_with(attention_biases=False)),
+    Mistake("layer-norm parameters left out",
+            "each layer norm has a gain gamma and a shift beta of d_model numbers each: two layer "
+            "norms per block and a final one.", _count_with(layernorm=False)),
+    Mistake("one layer norm per block instead of two",
+            "a Pre-LN block normalises before attention and again before the MLP: 2 * 2 * d_model "
+            "per block.",
+            _count_plus(lambda n_layers, d_model, **_: -2 * d_model * n_layers)),
+    Mistake("final layer norm forgotten",
+            "after the last block a final layer norm (2 * d_model) comes before the output layer.",
+            _count_plus(lambda d_model, **_: -2 * d_model)),
+    Mistake("output matrix counted although tied",
+            "with tied=True the output layer *is* the token embedding W_E: count it once.",
+            _count_with(tied=False)),
+    Mistake("output matrix forgotten when untied",
+            "with tied=False the output layer has its own vocab_size x d_model matrix (no bias).",
+            _count_with(tied=True)),
+    Mistake("position embeddings forgotten",
+            "a GPT learns one vector per position: n_ctx x d_model more.",
+            _count_with(learned_positions=False)),
+    Mistake("d_ff assumed to be 4 * d_model",
+            "use the d_ff you are given; 4 * d_model is only GPT's usual choice.",
+            _count_with(d_ff=None)),
+    Mistake("attention output projection W_o forgotten",
+            "after the heads are concatenated, W_o (d_model x d_model, with a bias) maps them "
+            "back: 4 weight matrices per attention layer, not 3.",
+            _count_plus(lambda n_layers, d_model, **_: -n_layers * (d_model ** 2 + d_model))),
+    Mistake("each head given full d_model x d_model projections",
+            "the heads split d_model: head j has d_head = d_model / n_heads columns of W_q, W_k "
+            "and W_v, so the number of heads does not change the count.",
+            _count_plus(lambda n_layers, d_model, n_heads, **_:
+                        4 * (n_heads - 1) * d_model ** 2 * n_layers)),
+)
+
+COUNT_FEATURES = shape_features(**{
+    "GPT-3 sizes": lambda c: c["vocab_size"] == scaling.VOCAB_SIZE,
+    "an untied output layer": lambda c: not c["tied"],
+    "d_ff other than 4 * d_model": lambda c: c["d_ff"] != 4 * c["d_model"],
+    "a single block": lambda c: c["n_layers"] == 1})
+
+
+# ============================================================================ compute
+def training_compute(n_params, n_tokens):
+    """(training FLOPs = 6 N D, the same in petaflop/s-days)."""
+    flops = scaling.training_flops(n_params, n_tokens)
+    return flops, scaling.pfs_days(flops)
+
+
+def _compute_cases(rng, hidden):
+    if not hidden:
+        return [dict(n_params=175e9, n_tokens=300e9), dict(n_params=2.7e9, n_tokens=300e9),
+                dict(n_params=175e9, n_tokens=500e9), dict(n_params=1.2e6, n_tokens=3e7)]
+    return [dict(n_params=float(10 ** rng.uniform(5, 12)),
+                 n_tokens=float(10 ** rng.uniform(7, 12.5))) for _ in range(4)]
+
+
+def _compute_with(per_token, pfs_day=scaling.PFS_DAY):
+    def wrong(n_params, n_tokens):
+        flops = per_token * n_params * n_tokens
+        return flops, flops / pfs_day
+    return wrong
+
+
+COMPUTE_MISTAKES = (
+    Mistake("2 N D instead of 6 N D (the forward pass only)",
+            "the forward pass costs 2 FLOPs per parameter per token and the backward pass twice "
+            "that (one product for the input's gradient, one for the weight's): 6 N D.",
+            _compute_with(2)),
+    Mistake("4 N D: the backward pass costed like the forward",
+            "the backward pass computes two products per weight (dL/dx and dL/dW), 4 FLOPs per "
+            "parameter per token, so the total is 2 + 4 = 6 N D.", _compute_with(4)),
+    Mistake("petaflop/s-day taken as 1e15 FLOPs",
+            "a petaflop/s-day is 1e15 FLOPs per second for a whole day: 1e15 x 86400 = 8.64e19 "
+            "FLOPs.", _compute_with(6, 1e15)),
+    Mistake("a day counted as 24 (hours), not 86400 seconds",
+            "petaflop/s is per second, so a day is 24 x 3600 = 86400 of them: 8.64e19 FLOPs.",
+            _compute_with(6, 1e15 * 24)),
+)
+
+
+# ============================================================================ memory
+def training_memory(n_params, bytes_per_param, master_weights):
+    """(weights, gradients, fp32 master copy, Adam's m and v, total) in bytes."""
+    m = scaling.training_memory_bytes(n_params, bytes_per_param, "adam", master_weights)
+    return m["weights"], m["gradients"], m["master"], m["adam_m"] + m["adam_v"], m["total"]
+
+
+def _memory_cases(rng, hidden):
+    if not hidden:
+        return [dict(n_params=175e9, bytes_per_param=2, master_weights=True),
+                dict(n_params=175e9, bytes_per_param=4, master_weights=False),
+                dict(n_params=125_000_000, bytes_per_param=2, master_weights=True),
+                dict(n_params=7_000_000, bytes_per_param=2, master_weights=False)]
+    kinds = [(2, True), (4, False), (2, False), (2, True)]
+    return [dict(n_params=int(10 ** rng.uniform(5, 11)), bytes_per_param=b, master_weights=m)
+            for b, m in kinds]
+
+
+def _memory_with(adam_states=2, master=None, master_bytes=lambda b: 4, gradients=True):
+    """The memory budget with one convention changed: the number of Adam states (4 bytes
+    each), whether the master copy is kept (None: as master_weights says) and its bytes per
+    parameter, whether gradients are counted."""
+    def wrong(n_params, bytes_per_param, master_weights):
+        weights = n_params * bytes_per_param
+        grads = weights if gradients else 0
+        keep = master_weights if master is None else master
+        copy = n_params * master_bytes(bytes_per_param) if keep else 0
+        adam = n_params * 4 * adam_states
+        return weights, grads, copy, adam, weights + grads + copy + adam
+    return wrong
+
+
+MEMORY_MISTAKES = (
+    Mistake("Adam states forgotten",
+            "Adam keeps two numbers per parameter, the moments m and v, in fp32: 8 bytes per "
+            "parameter on top of the weights and gradients.", _memory_with(adam_states=0)),
+    Mistake("only one Adam state (m and v are two)",
+            "Adam keeps a running mean m *and* a running mean of squares v, each in fp32: "
+            "4 + 4 bytes per parameter, whatever the precision of the weights.",
+            _memory_with(adam_states=1)),
+    Mistake("fp32 master copy forgotten",
+            "in mixed precision (master_weights=True) the optimizer updates an fp32 copy of the "
+            "weights: 4 more bytes per parameter.", _memory_with(master=False)),
+    Mistake("master copy kept in the working precision",
+            "the master copy exists to hold the small updates that fp16/bf16 would round away: "
+            "it is fp32, 4 bytes per parameter.", _memory_with(master_bytes=lambda b: b)),
+    Mistake("master copy counted without mixed precision",
+            "with master_weights=False the weights themselves are what the optimizer updates: "
+            "there is no separate copy.", _memory_with(master=True)),
+    Mistake("gradients forgotten",
+            "backpropagation stores one gradient per parameter, in the working precision.",
+            _memory_with(gradients=False)),
+)
+
+MEMORY_FEATURES = shape_features(**{
+    "fp32 weights (4 bytes)": lambda c: c["bytes_per_param"] == 4,
+    "no master copy": lambda c: not c["master_weights"]})
+
+
+# ============================================================================ KV cache
+def kv_cache_bytes(n_layers, d_model, batch, context, bytes_per_value):
+    return scaling.kv_cache_bytes(n_layers, d_model, batch, context, bytes_per_value)
+
+
+def _kv_cases(rng, hidden):
+    if not hidden:
+        return [dict(n_layers=96, d_model=12288, batch=1, context=2048, bytes_per_value=2),
+                dict(n_layers=96, d_model=12288, batch=8, context=2048, bytes_per_value=2),
+                dict(n_layers=4, d_model=128, batch=12, context=64, bytes_per_value=4),
+                dict(n_layers=3, d_model=16, batch=5, context=10, bytes_per_value=1)]
+    return [dict(n_layers=int(rng.integers(2, 50)), d_model=64 * int(rng.integers(1, 100)),
+                 batch=int(b), context=int(rng.integers(16, 4097)), bytes_per_value=int(v))
+            for b, v in [(1, 2), (rng.integers(3, 64), 2), (rng.integers(3, 64), 4),
+                         (rng.integers(3, 64), 1)]]
+
+
+def _kv_times(factor):
+    def wrong(**case):
+        return kv_cache_bytes(**case) * factor(**case)
+    return wrong
+
+
+KV_MISTAKES = (
+    Mistake("keys only: the factor 2 for K and V missing",
+            "each position keeps a key *and* a value vector in every layer: 2 x n_layers x "
+            "d_model numbers.", _kv_times(lambda **_: 0.5)),
+    Mistake("one layer only",
+            "every layer has its own keys and values: multiply by n_layers.",
+            _kv_times(lambda n_layers, **_: 1 / n_layers)),
+    Mistake("batch left out",
+            "each of the batch sequences has its own cache: multiply by batch.",
+            _kv_times(lambda batch, **_: 1 / batch)),
+    Mistake("numbers counted, not bytes",
+            "multiply the number of cached values by bytes_per_value (2 for fp16/bf16).",
+            _kv_times(lambda bytes_per_value, **_: 1 / bytes_per_value)),
+)
+
+KV_FEATURES = shape_features(**{
+    "a batch of one sequence": lambda c: c["batch"] == 1,
+    "1-byte values": lambda c: c["bytes_per_value"] == 1,
+    "4-byte values": lambda c: c["bytes_per_value"] == 4})
+
+
+# ============================================================================ training time
+def training_days(flops, n_devices, peak_flops, utilisation):
+    return scaling.training_days(flops, n_devices, peak_flops, utilisation)
+
+
+def _time_cases(rng, hidden):
+    if not hidden:
+        return [dict(flops=3.14e23, n_devices=1024, peak_flops=312e12, utilisation=0.3),
+                dict(flops=4.86e21, n_devices=64, peak_flops=125e12, utilisation=0.4),
+                dict(flops=1e18, n_devices=1, peak_flops=1e14, utilisation=0.5)]
+    return [dict(flops=float(10 ** rng.uniform(17, 24)), n_devices=int(n),
+                 peak_flops=float(rng.choice([125e12, 312e12, 989e12])),
+                 utilisation=float(rng.uniform(0.2, 0.6)))
+            for n in (1, rng.integers(8, 4096), rng.integers(8, 4096))]
+
+
+def _days_times(factor):
+    def wrong(**case):
+        return training_days(**case) * factor(**case)
+    return wrong
+
+
+TIME_MISTAKES = (
+    Mistake("utilisation applied the wrong way round",
+            "a device achieves only utilisation x peak FLOP/s, so the run takes *longer* than at "
+            "peak: divide by n_devices x peak_flops x utilisation.",
+            _days_times(lambda utilisation, **_: utilisation ** 2)),
+    Mistake("utilisation ignored",
+            "no device runs at its peak: the achieved rate is utilisation x peak_flops.",
+            _days_times(lambda utilisation, **_: utilisation)),
+    Mistake("devices left out",
+            "the work is shared by n_devices accelerators: divide by n_devices as well.",
+            _days_times(lambda n_devices, **_: n_devices)),
+    Mistake("seconds, not days", "FLOPs / (FLOP/s) is in seconds; a day has 86400 of them.",
+            _days_times(lambda **_: 86400)),
+    Mistake("hours, not days", "divide the seconds by 86400 = 24 x 3600 to get days.",
+            _days_times(lambda **_: 24)),
+)
+
+TIME_FEATURES = shape_features(**{"a single device": lambda c: c["n_devices"] == 1})
+
+
+# ============================================================================ the registry
+def _exercise(**kwargs):
+    return Exercise(forbidden=FORBIDDEN, rtol=RTOL, atol=ATOL, **kwargs)
+
+
+EXERCISES = [
+    _exercise(id="scaling.param_count", function="param_count",
+              signature="param_count(n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff, tied) "
+                        "-> int",
+              cases=_count_cases, reference=param_count, points=3, output_names=("n_params",),
+              features=COUNT_FEATURES, mistakes=COUNT_MISTAKES),
+    _exercise(id="scaling.compute", function="training_compute",
+              signature="training_compute(n_params, n_tokens) -> (flops, pfs_days)",
+              cases=_compute_cases, reference=training_compute, points=1,
+              output_names=("flops", "pfs_days"), mistakes=COMPUTE_MISTAKES),
+    _exercise(id="scaling.memory", function="training_memory",
+              signature="training_memory(n_params, bytes_per_param, master_weights) -> "
+                        "(weights, gradients, master, adam, total)",
+              cases=_memory_cases, reference=training_memory, points=2,
+              output_names=("weights", "gradients", "master", "adam", "total"),
+              features=MEMORY_FEATURES, mistakes=MEMORY_MISTAKES),
+    _exercise(id="scaling.kv_cache", function="kv_cache_bytes",
+              signature="kv_cache_bytes(n_layers, d_model, batch, context, bytes_per_value) "
+                        "-> bytes",
+              cases=_kv_cases, reference=kv_cache_bytes, points=1, output_names=("bytes",),
+              features=KV_FEATURES, mistakes=KV_MISTAKES),
+    _exercise(id="scaling.train_time", function="training_days",
+              signature="training_days(flops, n_devices, peak_flops, utilisation) -> days",
+              cases=_time_cases, reference=training_days, points=1, output_names=("days",),
+              features=TIME_FEATURES, mistakes=TIME_MISTAKES),
+]
