@@ -153,7 +153,7 @@ FORWARD_FEATURES = shape_features(**{
 # ============================================================================ the die
 def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None, *, tempered=True,
                      k_shift=0, keep_crossing=True, keep_first=True, p_before_k=False,
-                     renormalise=True, ascending=False):
+                     renormalise=True, ascending=False, after_softmax=False):
     """The distribution of the next token, logits (B, V) -> probs (B, V): softmax of
     logits / temperature, then top-k (the k likeliest tokens kept), then top-p (the fewest
     likeliest tokens whose probability adds up to at least top_p; the token that crosses it
@@ -163,12 +163,16 @@ def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None, *, tempere
     """
     with np.errstate(invalid="ignore"):  # a mistake may keep nothing: 0 / 0
         return _next_token_probs(logits, temperature, top_k, top_p, tempered, k_shift,
-                                 keep_crossing, keep_first, p_before_k, renormalise, ascending)
+                                 keep_crossing, keep_first, p_before_k, renormalise, ascending,
+                                 after_softmax)
 
 
 def _next_token_probs(logits, temperature, top_k, top_p, tempered, k_shift, keep_crossing,
-                      keep_first, p_before_k, renormalise, ascending):
-    probs = softmax(logits / temperature if tempered else logits, axis=-1)
+                      keep_first, p_before_k, renormalise, ascending, after_softmax):
+    if after_softmax:  # softmax(logits) / temperature: not a distribution unless T = 1
+        probs = softmax(logits, axis=-1) / temperature
+    else:
+        probs = softmax(logits / temperature if tempered else logits, axis=-1)
     nucleus_of = probs
     if top_k is not None:
         k = min(top_k + k_shift, probs.shape[-1])
@@ -216,13 +220,16 @@ def _probs_with(**mistake):
 
 
 def _after_softmax(logits, temperature=1.0, top_k=None, top_p=None):
-    """softmax(logits) / temperature: not a distribution unless temperature is 1."""
+    """The die without temperature, divided by it at the end."""
     return next_token_probs(logits, 1.0, top_k, top_p) / temperature
 
 
 PROBS_MISTAKES = (
     Mistake("temperature applied after softmax", "divide the logits by the temperature, "
-            "then take the softmax: softmax(logits / T).", _after_softmax),
+            "then take the softmax: softmax(logits / T).", _probs_with(after_softmax=True),
+            detect=lambda case, got, want: any(  # divided before or after top-k and top-p
+                np.allclose(got[0], wrong(**case), equal_nan=True)
+                for wrong in (_probs_with(after_softmax=True), _after_softmax))),
     Mistake("temperature ignored", "the die is softmax(logits / temperature).",
             _probs_with(tempered=False)),
     Mistake("top-p measured before the top-k cut", "apply top-k first and renormalise; top-p "
