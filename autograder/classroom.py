@@ -1,33 +1,48 @@
-"""Grade a whole class: import submissions, autograde in parallel, feedback, CSV export.
+"""Grade a whole class: in parallel, resumably, into an nbgrader course directory.
 
-Everything lands in an nbgrader course directory (the repository root by default), so the
-formgrader, ``nbgrader export`` and the gradebook keep working on the results. Accepted
-inputs: nbgrader's ``submitted/<student>/<assignment>/`` layout, a flat folder of
-``<student>.ipynb`` files, a folder of ``<student>/<anything>.ipynb``, or a .zip of any of these.
+``grade_class`` takes nbgrader's ``submitted/<student>/<assignment>/`` layout (what
+``nbgrader collect`` makes), a flat folder of ``<student>.ipynb`` files, a folder of
+``<student>/<anything>.ipynb``, or a .zip of any of these. Each learner's file is copied
+unchanged into the course's ``submitted/`` and graded by a worker (``worker.py``): one per
+``--jobs`` here, or the workers of a Dask cluster (``distributed.py``). Every kernel runs in
+its own sandbox; a submission past ``time_limit`` seconds is stopped and reported, and the
+others go on. The instructor's process alone writes the results, one submission at a time,
+journal first (``gradebook_io.py``), so an interrupted run continues where it stopped when
+the same command is run again: what was graded is not graded twice.
+
+The results are nbgrader's: ``autograded/``, ``feedback/``, the gradebook, so the formgrader,
+``nbgrader generate_feedback``, ``release_feedback`` and ``export`` work on them as usual.
 """
 from __future__ import annotations
 
-import subprocess
+import statistics
 import sys
 import tempfile
 import zipfile
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from pathlib import Path
+from queue import Queue
 
-import nbformat
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from autograder.config import REPO, SOLUTIONS
+from autograder.gradebook_io import (Journal, course_config, place_submission, quick_alembic_head,
+                                     record)
 from autograder.grading import GradingError
 from autograder.sandbox import isolation
-from autograder.submission import prepare
+from autograder.worker import GradingProcess, Outcome, Task, job_digest
 
-RETRIES = 3  # parallel nbgrader processes share one SQLite gradebook; a locked write is retried
+TIME_LIMIT = 180.0  # seconds per submission: kernel start, every cell, judge and feedback
 
 
-def find_submissions(folder: Path, assignment: str) -> dict[str, Path]:
-    """student id -> notebook path, for any of the accepted layouts."""
-    found: dict[str, Path] = {}
+def find_submissions(folder: Path, assignment: str, notebook: str) -> dict[str, list[Path]]:
+    """student id -> the notebooks found for them, for any of the accepted layouts.
+
+    nbgrader's layout may hold more than one notebook per learner: the assignment's own
+    name, when present, is the one graded.
+    """
+    found: dict[str, list[Path]] = {}
     for nb in sorted(folder.rglob("*.ipynb")):
         if ".ipynb_checkpoints" in nb.parts:
             continue
@@ -38,71 +53,227 @@ def find_submissions(folder: Path, assignment: str) -> dict[str, Path]:
             student = rel[-3]
         else:
             student = rel[0]
-        if student in found:
-            raise GradingError(f"two notebooks for student {student!r}: {found[student]} and {nb}")
-        found[student] = nb
+        found.setdefault(student, []).append(nb)
     if not found:
         raise GradingError(f"no notebooks found in {folder}")
-    return found
+    return {s: [p for p in paths if p.name == notebook] or paths for s, paths in found.items()}
 
 
-def _nbgrader(root: Path, *args: str) -> subprocess.CompletedProcess:
-    exe = Path(sys.executable).with_name("nbgrader")
-    return subprocess.run([str(exe), *args], cwd=root, capture_output=True, text=True)
+@dataclass
+class Summary:
+    """What a run did: graded now, found graded before, failed (with the reason)."""
+    graded: list[Outcome] = field(default_factory=list)
+    earlier: int = 0
+    failed: list[Outcome] = field(default_factory=list)
+    workers: int = 1
+
+    def report(self) -> str:
+        lines = [f"graded {len(self.graded)}"
+                 + (f" (and {self.earlier} graded by an earlier run)" if self.earlier else "")
+                 + f", failed {len(self.failed)}"]
+        lines += [f"  {o.student}: {o.reason}" for o in sorted(self.failed, key=lambda o: o.student)]
+        if self.failed:
+            lines.append("  (a rerun retries these with --retry-failed)")
+        times = [o.seconds for o in self.graded]
+        if times:
+            worst = max(self.graded, key=lambda o: o.seconds)
+            lines.append(f"time per submission: median {statistics.median(times):.1f} s, worst "
+                         f"{worst.seconds:.1f} s ({worst.student}), on {self.workers} worker(s)")
+        return "\n".join(lines)
 
 
-def _autograde(root: Path, assignment: str, student: str) -> tuple[str, str | None]:
-    for _ in range(RETRIES):
-        proc = _nbgrader(root, "autograde", assignment, "--student", student, "--force")
-        if proc.returncode == 0:
-            return student, None
-    return student, proc.stderr[-2000:]
+class LocalPool:
+    """``jobs`` grading processes on this machine, started at once, each lent to one thread."""
+
+    def __init__(self, jobs: int, time_limit: float, log: Path, assignment: str):
+        self.workers = max(1, jobs)
+        self._all = [GradingProcess(time_limit, log, assignment) for _ in range(self.workers)]
+        self._idle: Queue[GradingProcess] = Queue()
+        for process in self._all:
+            self._idle.put(process)
+        self._threads = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="grade")
+
+    def _grade(self, task: Task) -> Outcome:
+        process = self._idle.get()
+        try:
+            return process.grade(task)
+        finally:
+            self._idle.put(process)
+
+    def submit(self, task: Task):
+        return self._threads.submit(self._grade, task)
+
+    @staticmethod
+    def wait_any(pending):
+        return wait(pending, return_when=FIRST_COMPLETED)
+
+    @staticmethod
+    def outcome(future, task: Task) -> Outcome:
+        return future.result()
+
+    def close(self, interrupted: bool = False) -> None:
+        if interrupted:  # stop the graders first, so the threads waiting on them return
+            for process in self._all:
+                process.close()
+        self._threads.shutdown(wait=True, cancel_futures=True)
+        for process in self._all:
+            process.close(kill=False)
 
 
-def grade_class(submissions: Path, assignment: str, jobs: int = 2,
-                csv_path: Path = Path("grades.csv"), course_root: Path = REPO) -> Path:
-    """Grade every submission of ``assignment``; return the CSV nbgrader exported.
+def grade_submissions(submissions: Path, assignment: str, course_root: Path = REPO, jobs: int = 2,
+                      time_limit: float = TIME_LIMIT, scheduler: str | None = None,
+                      retry_failed: bool = False, progress: bool = True) -> Summary:
+    """Grade what is not graded yet; return what happened (see the module doc)."""
+    from autograder.plan import secret_key
 
-    Each notebook's kernel runs in the grading sandbox; with ``AUTOGRADER_ISOLATION=required``
-    (the ``grade`` command's default) grading stops before it starts where there is none.
-    """
     isolated, note = isolation()
     if not isolated:
         print(note, file=sys.stderr)
     names = sorted(p.name for p in (SOLUTIONS / assignment).glob("*.ipynb"))
     if len(names) != 1:
         raise GradingError(f"assignment {assignment!r} should hold one notebook, found {names}")
+    name, course_root = names[0], Path(course_root).resolve()
+    journal, config = Journal(course_root, assignment), course_config(course_root)
+    if scheduler:
+        from autograder.distributed import DaskPool
+        pool = DaskPool(scheduler, time_limit)
+    else:  # the workers get ready while the submissions are looked at
+        pool = LocalPool(jobs, time_limit, journal.log(), assignment)
+    try:
+        quick_alembic_head()
+        _ensure_assignment(course_root, assignment, config)
+        summary, todo = _triage(Path(submissions), assignment, name, course_root, journal, config,
+                                retry_failed)
+    except BaseException:
+        pool.close(interrupted=True)
+        raise
+    summary.workers = pool.workers
+    if not todo:
+        pool.close(interrupted=True)  # nothing to do: stop them without waiting
+        return summary
+
+    def task(student: str) -> Task:
+        folder = course_root / "submitted" / student / assignment
+        stamp = folder / "timestamp.txt"
+        content = (folder / name).read_bytes()
+        return Task(student, assignment, name, content, job_digest(content, assignment, name),
+                    stamp.read_text().strip() if stamp.exists() else None, secret_key())
+
+    bar = tqdm(total=len(todo), desc=f"grading {assignment}", unit="notebook", disable=not progress,
+               file=sys.stderr, dynamic_ncols=True)
+    pending, queue = {}, list(reversed(todo))
+    try:
+        while queue or pending:
+            while queue and len(pending) < 2 * pool.workers:  # a bounded window: tasks carry files
+                t = task(queue.pop())
+                pending[pool.submit(t)] = t
+            done, _ = pool.wait_any(list(pending))
+            for future in done:
+                outcome = pool.outcome(future, pending.pop(future))
+                journal.save(outcome)
+                if outcome.ok:
+                    if _record(course_root, assignment, name, outcome, journal, config, summary):
+                        summary.graded.append(outcome)
+                else:
+                    summary.failed.append(outcome)
+                bar.update(1)
+                bar.set_postfix(failed=len(summary.failed), refresh=False)
+    except BaseException:
+        pool.close(interrupted=True)
+        raise
+    finally:
+        bar.close()
+    pool.close()
+    return summary
+
+
+def _triage(submissions: Path, assignment: str, name: str, course_root: Path, journal: Journal,
+            config, retry_failed: bool) -> tuple[Summary, list[str]]:
+    """Copy the submissions into ``submitted/``; sort them into done, failed and to grade.
+
+    A submission graded by an earlier run whose outcome did not reach the gradebook (the
+    run was killed in between) is recorded from the journal here, not graded again.
+    """
+    summary, todo = Summary(), []
     with tempfile.TemporaryDirectory() as tmp:
         if submissions.suffix == ".zip":
             with zipfile.ZipFile(submissions) as zf:
                 zf.extractall(tmp)
             submissions = Path(tmp)
-        found = find_submissions(submissions, assignment)
-        for student, nb in found.items():
-            dest = course_root / "submitted" / student / assignment
-            dest.mkdir(parents=True, exist_ok=True)
-            prepared = prepare(nb, assignment, names[0])  # read before it may be overwritten
-            nbformat.write(prepared.nb, dest / names[0])
+        for student, paths in find_submissions(submissions, assignment, name).items():
+            folder = course_root / "submitted" / student / assignment
+            if len(paths) > 1:
+                summary.failed.append(Outcome(student, "", False, reason="more than one notebook: "
+                                              + ", ".join(p.name for p in paths)))
+                continue
+            try:
+                place_submission(paths[0], folder / name, with_extras=paths[0].parent.name == assignment)
+                digest = job_digest((folder / name).read_bytes(), assignment, name)
+            except OSError as err:
+                summary.failed.append(Outcome(student, "", False, reason=f"could not be read: {err}"))
+                continue
+            earlier = journal.outcome(student)
+            if journal.recorded(student) == digest:
+                summary.earlier += 1
+            elif earlier and earlier.digest == digest and (earlier.ok or not retry_failed):
+                if earlier.ok:
+                    summary.earlier += _record(course_root, assignment, name, earlier, journal, config, summary)
+                else:
+                    summary.failed.append(earlier)
+            else:
+                todo.append(student)
+    return summary, todo
 
-    proc = _nbgrader(course_root, "generate_assignment", assignment, "--force")
-    if proc.returncode:
-        raise GradingError(f"nbgrader generate_assignment failed:\n{proc.stderr[-2000:]}")
-    failures = {}
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(_autograde, course_root, assignment, s) for s in found]
-        for future in tqdm(as_completed(futures), total=len(futures), desc=f"grading {assignment}",
-                           unit="notebook"):
-            student, error = future.result()
-            if error:
-                failures[student] = error
-    for student, error in failures.items():
-        print(f"could not grade {student}:\n{error}", file=sys.stderr)
 
-    proc = _nbgrader(course_root, "generate_feedback", assignment, "--force")
-    if proc.returncode:
-        print(f"nbgrader generate_feedback reported a problem:\n{proc.stderr[-2000:]}", file=sys.stderr)
+def _record(course_root, assignment, name, outcome, journal, config, summary) -> bool:
+    """Write a graded outcome into the course; False (and a failure noted) if it could not be."""
+    try:
+        record(course_root, assignment, name, outcome, course_root / "submitted" / outcome.student / assignment,
+               config)
+    except Exception as err:  # the gradebook locked or full: the journal keeps the outcome
+        summary.failed.append(Outcome(outcome.student, outcome.digest, False, reason=(
+            f"graded, but not written to the gradebook ({err}); run again to write it")))
+        return False
+    journal.mark_recorded(outcome)
+    return True
+
+
+def _ensure_assignment(course_root: Path, assignment: str, config) -> None:
+    """Generate the assignment into the course's gradebook unless it is there already."""
+    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.apps import NbGraderAPI
+
+    from autograder.grading import _run
+
+    db = course_root / "gradebook.db"
+    if db.exists():
+        with Gradebook(f"sqlite:///{db}") as gb:
+            try:
+                if gb.find_assignment(assignment).notebooks:
+                    return
+            except MissingEntry:
+                pass
+    _run(NbGraderAPI(config=config).generate_assignment(assignment), f"generate_assignment {assignment}")
+
+
+def export_csv(course_root: Path, csv_path: Path) -> Path:
+    """``nbgrader export``: the gradebook as CSV, with the course's export plugin."""
+    from nbgrader.api import Gradebook
+    from nbgrader.apps.exportapp import ExportApp
+
+    config = course_config(course_root)
     csv_path = Path(csv_path).resolve()
-    proc = _nbgrader(course_root, "export", "--to", str(csv_path))
-    if proc.returncode:
-        raise GradingError(f"nbgrader export failed:\n{proc.stderr[-2000:]}")
+    plugin = ExportApp(config=config).plugin_class(config=config)
+    plugin.to = str(csv_path)
+    course_id = config.CourseDirectory.get("course_id", "default_course")
+    with Gradebook(f"sqlite:///{Path(course_root) / 'gradebook.db'}", course_id) as gb:
+        plugin.export(gb)
     return csv_path
+
+
+def grade_class(submissions: Path, assignment: str, jobs: int = 2, csv_path: Path = Path("grades.csv"),
+                course_root: Path = REPO, **options) -> Path:
+    """Grade a class (``grade_submissions``), print the summary, return the exported CSV."""
+    summary = grade_submissions(Path(submissions), assignment, course_root, jobs, **options)
+    print(summary.report(), file=sys.stderr)
+    return export_csv(course_root, csv_path)

@@ -4,7 +4,8 @@
     autograder submit NOTEBOOK [--json]            grade one notebook (exit 1 below full marks)
     autograder validate NOTEBOOK [--json]          nbgrader's Validate, answered by the grader
     autograder instructor-mode on|off              show nbgrader's instructor tools in JupyterLab
-    autograder grade SUBMISSIONS -a ASSIGNMENT     grade a class into the gradebook, export CSV
+    autograder grade SUBMISSIONS -a ASSIGNMENT     grade a class into the gradebook, export CSV;
+                                                   resumable, in parallel or on a Dask cluster
 """
 from __future__ import annotations
 
@@ -83,19 +84,34 @@ def cmd_instructor_mode(args) -> int:
 def cmd_grade(args) -> int:
     import os
 
-    from autograder.classroom import grade_class
+    from autograder.classroom import export_csv, grade_submissions
     from autograder.grading import GradingError
     from autograder.sandbox import ISOLATION_ENV, SandboxUnavailable
 
     os.environ.setdefault(ISOLATION_ENV, "auto" if args.allow_unisolated else "required")
+    course = Path(args.course) if args.course else _course_here()
     try:
-        csv = grade_class(Path(args.submissions), args.assignment, jobs=args.jobs,
-                          csv_path=Path(args.csv))
+        summary = grade_submissions(Path(args.submissions), args.assignment, course, jobs=args.jobs,
+                                    time_limit=args.time_limit, scheduler=args.scheduler,
+                                    retry_failed=args.retry_failed, progress=not args.no_progress)
+        print(summary.report())
+        csv = export_csv(course, Path(args.csv))
     except (GradingError, SandboxUnavailable) as err:
         print(f"autograder: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\nautograder: interrupted; what was graded is saved. Run the same command again "
+              "to continue.", file=sys.stderr)
+        return 130
     print(f"grades written to {csv}")
-    return 0
+    return 1 if summary.failed else 0
+
+
+def _course_here() -> Path:
+    """The nbgrader course directory to grade into: the working directory if it is one."""
+    from autograder.config import REPO
+
+    return Path.cwd() if Path("nbgrader_config.py").exists() else REPO
 
 
 def main(argv=None) -> int:
@@ -124,11 +140,20 @@ def main(argv=None) -> int:
     p.add_argument("state", choices=["on", "off"])
     p.set_defaults(func=cmd_instructor_mode)
 
-    p = sub.add_parser("grade", help="grade a folder or zip of submissions (instructor)")
+    p = sub.add_parser("grade", help="grade a class into the gradebook, resumably (instructor)")
     p.add_argument("submissions", help="nbgrader submitted/ folder, a flat folder or a .zip of notebooks")
     p.add_argument("-a", "--assignment", required=True)
-    p.add_argument("-j", "--jobs", type=int, default=2, help="notebooks graded in parallel")
+    p.add_argument("-j", "--jobs", type=int, default=2, help="notebooks graded in parallel here")
     p.add_argument("--csv", default="grades.csv", help="where to export the grades")
+    p.add_argument("--course", help="the nbgrader course directory (default: the working directory "
+                   "if it has an nbgrader_config.py, else this repository)")
+    p.add_argument("--time-limit", type=float, default=180, metavar="SECONDS",
+                   help="stop grading a submission after this long (default 180)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="grade on a Dask cluster, e.g. tcp://HOST:8786, instead of --jobs here")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="grade again the submissions an earlier run could not grade")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--allow-unisolated", action="store_true",
                    help="grade even where the sandbox (bubblewrap) cannot run (unsafe for a class)")
     p.set_defaults(func=cmd_grade)

@@ -5,12 +5,18 @@ loss)`` with ``loss`` the mean cross-entropy in nats; the trainer knows nothing 
 The evaluator scores every model on the same validation chunks (``EVAL_BLOCK`` characters,
 each starting from an empty context), so notebook 01's n-grams, RNN and LSTM and notebook
 06's GPT land in one comparable table, stored as JSON in the data cache.
+
+The trainer's defaults (Adam, constant learning rate) are notebook 01's; notebook 06 trains
+GPT with nanoGPT's additions as keyword options: warm-up and cosine decay (``lr_at``), AdamW
+with weight decay on the weight matrices only (``make_optimizer``), a fixed set of random
+validation batches (``val_batches``) and a time budget.
 """
 from __future__ import annotations
 
 import json
 import math
 import os
+import time
 
 import numpy as np
 import torch
@@ -74,47 +80,144 @@ def bits_per_char(nll: float) -> float:
     return nll / math.log(2)
 
 
-def train(model, train_ids: np.ndarray, *, steps: int, val_ids: np.ndarray | None = None,
-          batch_size: int = 64, block_size: int | None = None, lr: float = 3e-3,
-          eval_every: int = 100, eval_chars: int = 20_000, device=None, seed: int = 0,
-          plot: bool = False) -> dict:
-    """Mini-batch Adam on random windows of ``train_ids`` (seed 004, "Mini-Batch SGD").
+def make_optimizer(model, lr: float, weight_decay: float = 0.0, betas=(0.9, 0.999),
+                   fused: bool = False) -> torch.optim.AdamW:
+    """Adam with decoupled weight decay (AdamW; Loshchilov and Hutter 2019) on the 2-D
+    parameters only: weight matrices and embeddings shrink towards 0, biases and layer-norm
+    gains and shifts do not (nanoGPT's ``configure_optimizers``). With ``weight_decay=0`` this
+    is plain Adam. ``fused`` does the whole update in one kernel per device (fewer passes
+    over memory, same numbers up to rounding).
+    """
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    return torch.optim.AdamW([g for g in groups if g["params"]], lr=lr, betas=betas,
+                             fused=fused or None)
 
-    Every ``eval_every`` steps records the mean training loss since the last record and the
-    validation loss on the first ``eval_chars`` of ``val_ids``; with ``plot`` a live loss
-    plot updates in the notebook, and in full mode a progress bar shows the ETA. Gradients
-    are clipped at norm 1, which keeps RNNs from the occasional exploding step.
-    Returns {"step": [...], "train": [...], "val": [...]}.
+
+def lr_at(step: int, lr: float, steps: int, warmup: int = 0, min_lr: float | None = None) -> float:
+    """Learning rate of optimiser step ``step`` = 1 .. ``steps``: a linear warm-up from
+    lr / warmup to lr over the first ``warmup`` steps, then constant (``min_lr`` None) or a
+    half cosine from lr down to ``min_lr`` at the last step (nanoGPT's ``get_lr``):
+
+        lr_t = min_lr + (lr - min_lr) * (1 + cos(pi * (t - warmup) / (steps - warmup))) / 2.
+    """
+    if step <= warmup:
+        return lr * step / warmup
+    if min_lr is None or steps <= warmup:
+        return lr
+    progress = min(1.0, (step - warmup) / (steps - warmup))
+    return min_lr + (lr - min_lr) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def train_steps(model, train_ids: np.ndarray, *, steps: int, batch_size: int = 64,
+                block_size: int | None = None, lr: float = 3e-3, warmup: int = 0,
+                min_lr: float | None = None, weight_decay: float = 0.0, betas=(0.9, 0.999),
+                fused: bool = False, grad_clip: float = 1.0, device=None, seed: int = 0):
+    """The training loop itself, as a generator: each ``next`` does one optimiser step on a
+    random batch (``get_batch``) and yields ``(step, lr, loss)`` (loss: that batch's mean
+    nats per token). ``train`` drives it; a benchmark can drive two of them in turns.
+    The learning rate follows ``lr_at``; gradients are clipped at norm ``grad_clip``.
     """
     device = device or default_device()
     block_size = block_size or model.block_size
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     model.to(device).train()
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    history, running = {"step": [], "train": [], "val": []}, []
-    if plot:
-        from course_lib.viz import LivePlot  # matplotlib only where a plot is asked for
-    live = LivePlot({"loss (nats per token)": ["train", "val"]},
-                    labels={"train": "train", "val": "validation"}) if plot else None
-    for step in (bar := runmode.progress(range(1, steps + 1), desc=type(model).__name__)):
+    opt = make_optimizer(model, lr, weight_decay, betas, fused)
+    for step in range(1, steps + 1):
+        step_lr = lr_at(step, lr, steps, warmup, min_lr)
+        for group in opt.param_groups:
+            group["lr"] = step_lr
         x, y = get_batch(train_ids, batch_size, block_size, rng, device)
         _, loss = model(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
         opt.step()
-        running.append(loss.item())
-        if step % eval_every == 0 or step == steps:
-            val = (evaluate(model, val_ids[:eval_chars], device=device)
-                   if val_ids is not None else float("nan"))
-            history["step"].append(step)
-            history["train"].append(float(np.mean(running)))
-            history["val"].append(val)
+        yield step, step_lr, loss.item()
+
+
+def val_batches(ids: np.ndarray, n_batches: int, batch_size: int, block_size: int,
+                device=None, seed: int = 0) -> list:
+    """``n_batches`` random windows (x, y), each (batch_size, block_size), of ``ids``: the
+    validation estimate of nanoGPT (``eval_iters`` batches), drawn once from ``seed`` so that
+    every evaluation, and every model given the same arguments, sees the same text.
+    """
+    rng = np.random.default_rng(seed)
+    return [get_batch(ids, batch_size, block_size, rng, device) for _ in range(n_batches)]
+
+
+@torch.no_grad()
+def evaluate_batches(model, batches) -> float:
+    """Mean loss (nats per token) of ``model`` over ``val_batches``' equal-sized batches."""
+    was_training = model.training
+    model.eval()
+    total = sum(model(x, y)[1].item() for x, y in batches)
+    model.train(was_training)
+    return total / len(batches)
+
+
+def train(model, train_ids: np.ndarray, *, steps: int, val_ids: np.ndarray | None = None,
+          batch_size: int = 64, block_size: int | None = None, lr: float = 3e-3,
+          eval_every: int = 100, eval_chars: int = 20_000, device=None, seed: int = 0,
+          plot: bool = False, warmup: int = 0, min_lr: float | None = None,
+          weight_decay: float = 0.0, betas=(0.9, 0.999), fused: bool = False,
+          eval_batches: int | None = None, minutes: float | None = None) -> dict:
+    """Mini-batch Adam on random windows of ``train_ids`` (seed 004, "Mini-Batch SGD").
+
+    Every ``eval_every`` steps records the mean training loss since the last record and the
+    validation loss: on the first ``eval_chars`` of ``val_ids`` (``evaluate``), or, with
+    ``eval_batches``, on that many fixed random batches of batch_size x block_size windows
+    (``val_batches``, as nanoGPT estimates it; needed by models whose context is shorter
+    than ``EVAL_BLOCK``). With ``plot`` a live loss plot updates in the notebook, and in full
+    mode a progress bar shows the ETA. Gradients are clipped at norm 1, which keeps RNNs from
+    the occasional exploding step.
+
+    The defaults are plain Adam at a constant ``lr``. For a Transformer, nanoGPT's recipe adds
+    a ``warmup`` of a few hundred steps, a cosine decay to ``min_lr`` (``lr_at``), AdamW's
+    ``weight_decay`` on the weight matrices (``make_optimizer``) and ``betas=(0.9, 0.99)``;
+    ``fused`` runs the optimiser as one kernel. ``minutes`` stops training once that much
+    training time has passed (the schedule is still planned for ``steps``).
+    Returns {"step": [...], "seconds": [...], "lr": [...], "train": [...], "val": [...]},
+    where "seconds" is training time so far, evaluation excluded.
+    """
+    device = device or default_device()
+    block_size = block_size or model.block_size
+    batches = (val_batches(val_ids, eval_batches, batch_size, block_size, device)
+               if val_ids is not None and eval_batches else None)
+    history = {"step": [], "seconds": [], "lr": [], "train": [], "val": []}
+    running, seconds = [], 0.0
+    if plot:
+        from course_lib.viz import LivePlot  # matplotlib only where a plot is asked for
+    live = LivePlot({"loss (nats per token)": ["train", "val"]},
+                    labels={"train": "train", "val": "validation"}) if plot else None
+    loop = train_steps(model, train_ids, steps=steps, batch_size=batch_size,
+                       block_size=block_size, lr=lr, warmup=warmup, min_lr=min_lr,
+                       weight_decay=weight_decay, betas=betas, fused=fused, device=device,
+                       seed=seed)
+    tick = time.perf_counter()
+    for step, step_lr, loss in (bar := runmode.progress(loop, total=steps,
+                                                         desc=type(model).__name__)):
+        seconds += time.perf_counter() - tick
+        running.append(loss)
+        out_of_time = minutes is not None and seconds > 60 * minutes
+        if step % eval_every == 0 or step == steps or out_of_time:
+            if batches is not None:
+                val = evaluate_batches(model, batches)
+            elif val_ids is not None:
+                val = evaluate(model, val_ids[:eval_chars], device=device)
+            else:
+                val = float("nan")
+            for key, value in zip(history, (step, seconds, step_lr, float(np.mean(running)), val)):
+                history[key].append(value)
             running = []
             bar.set_postfix(train=f"{history['train'][-1]:.3f}", val=f"{val:.3f}")
             if live:
                 live.update(history)
+        if out_of_time:
+            break
+        tick = time.perf_counter()
     return history
 
 

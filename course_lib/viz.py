@@ -1,7 +1,7 @@
 """Plots and widgets for looking at attention: heatmaps and an explorer that works offline.
 
-The explorer is built from ipywidgets' own controls and a matplotlib figure drawn into an
-``Output`` widget, so it needs no JavaScript from the network: JupyterLab ships all of it.
+The explorer itself lives in ``course_lib.explorer`` (its JavaScript ships in the package);
+``attention_explorer`` below opens it on a few named examples.
 """
 from __future__ import annotations
 
@@ -62,42 +62,16 @@ def plot_heads(A, query_tokens, key_tokens, title=None, mask=None):
 
 
 def attention_explorer(examples, masks=None):
-    """An explorer over ``examples``: {name: (A (n_heads, T_q, T_k), query_tokens, key_tokens)}.
-
-    Buttons choose the example, sliders the head and the query token; the heatmap outlines
-    that query's row and a bar chart shows its weights over the keys. ``masks``: optional
-    {name: boolean (T_q, T_k)}, drawn as masked cells in that example's heatmap.
+    """The attention explorer (``course_lib.explorer``) over ``examples``: {name: (A (n_heads,
+    T_q, T_k), query_tokens, key_tokens)}, one layer each. ``masks``: optional {name: boolean
+    (T_q, T_k)}, drawn grey. Returns the widget; for a course model with every layer, and its
+    queries and keys, use ``course_lib.explorer.explore``.
     """
-    masks = masks or {}
-    import ipywidgets as widgets
+    from course_lib.explorer import explore
 
-    kind = widgets.ToggleButtons(options=list(examples), description="attention")
-    head = widgets.IntSlider(value=0, min=0, max=0, description="head")
-    query = widgets.IntSlider(value=0, min=0, max=0, description="query token")
-    out = widgets.Output()
-
-    def draw(_=None):
-        A, q_tokens, k_tokens = examples[kind.value]
-        head.max, query.max = A.shape[0] - 1, len(q_tokens) - 1
-        weights = A[head.value, query.value]
-        with out:
-            out.clear_output(wait=True)
-            fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
-            plot_attention(A[head.value], q_tokens, k_tokens, left,
-                           title=f"{kind.value}, head {head.value}", highlight=query.value,
-                           mask=masks.get(kind.value))
-            right.bar(range(len(k_tokens)), weights)
-            right.set_xticks(range(len(k_tokens)), k_tokens, rotation=60)
-            right.set_ylim(0, 1)
-            right.set_xlabel("key")
-            right.set_ylabel("attention weight")
-            right.set_title(f"weights of query '{q_tokens[query.value]}' (sum {weights.sum():.2f})")
-            plt.show()
-
-    for control in (kind, head, query):
-        control.observe(draw, names="value")
-    draw()
-    return widgets.VBox([kind, widgets.HBox([head, query]), out])
+    return explore({name: A for name, (A, _, _) in examples.items()},
+                   tokens={name: (q_tokens, k_tokens) for name, (_, q_tokens, k_tokens) in examples.items()},
+                   masks=masks or {})
 
 
 # ----------------------------------------------------------------------------- a toy example

@@ -1,11 +1,13 @@
-"""The course in a real JupyterLab, driven by headless Chromium: the attention explorer
-renders offline and answers clicks; the learner's Lab validates with the grader and shows
-none of nbgrader's instructor tools.
+"""The course in a real JupyterLab, driven by headless Chromium: the attention explorer of
+notebook 02 draws and answers clicks and hovering, in Lab and in its saved pages opened with
+the network off (screenshots in $EXPLORER_ARTIFACTS); the learner's Lab validates with the
+grader and shows none of nbgrader's instructor tools.
 
 Needs Debian's chromium (.ci/run installs it) and the playwright package (dev extra).
 """
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_notebook
+from nbformat.v4 import new_code_cell
 from playwright.sync_api import TimeoutError as PlaywrightTimeout, sync_playwright
 
 from autograder.lab import INSTRUCTOR_LAB_PLUGINS, instructor_mode
@@ -29,10 +31,6 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
                                 reason="Debian's chromium is not installed (.ci/run installs it)")
 
-EXPLORER = ("from course_lib.viz import attention_explorer, toy_attention_examples\n"
-            "attention_explorer(toy_attention_examples())")
-
-
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -40,11 +38,12 @@ def _free_port():
 
 
 @contextmanager
-def _jupyter_lab(root: Path):
+def _jupyter_lab(root: Path, **env):
     """JupyterLab serving ``root`` with this environment's extensions, as a learner starts it.
 
     The Validate button grades in a child process that inherits the environment: under CI
     (AUTOGRADER_ISOLATION=required) it must grade in the sandbox, as a learner's does.
+    ``env``: more variables for the server and its kernels (e.g. COURSE_MODE).
     """
     port = _free_port()
     jupyter = Path(sys.executable).with_name("jupyter")
@@ -55,7 +54,7 @@ def _jupyter_lab(root: Path):
          "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         env={**os.environ, "JUPYTER_CONFIG_DIR": str(root / ".jupyter"),
-             ISOLATION_ENV: os.environ.get(ISOLATION_ENV, "auto")})
+             ISOLATION_ENV: os.environ.get(ISOLATION_ENV, "auto"), **env})
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(120):
@@ -84,15 +83,6 @@ def _browser():
             browser.close()
 
 
-@pytest.fixture
-def lab(tmp_path):
-    nb = new_notebook(cells=[new_code_cell(EXPLORER)])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-    nbformat.write(nb, tmp_path / "explorer.ipynb")
-    with _jupyter_lab(tmp_path) as url:
-        yield url
-
-
 def _kernel_is_idle(lab):
     """True once the server runs a kernel for the notebook and that kernel is idle."""
     with urllib.request.urlopen(lab + "/api/sessions", timeout=5) as reply:
@@ -100,47 +90,232 @@ def _kernel_is_idle(lab):
     return any(s["kernel"]["execution_state"] == "idle" for s in sessions)
 
 
-def _run_first_cell(page, lab):
-    """Run the first cell, again if the page dropped it (pressed before the kernel connected).
+def _run_all_cells(page, lab):
+    """Run > Run All Cells, again if the page dropped it (pressed before the kernel connected).
 
     A busy machine can start the kernel after JupyterLab's indicator already reads idle; the
-    cell then moves on with an empty prompt `[ ]:` and never runs.
+    cells then keep their empty prompt `[ ]:` and never run.
     """
     deadline = time.monotonic() + 120
     while not _kernel_is_idle(lab):
         assert time.monotonic() < deadline, "the kernel did not start within 120 s"
         time.sleep(0.5)
-    prompt = page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-InputPrompt")
+    prompt = page.locator(".jp-Notebook .jp-CodeCell").first.locator(".jp-InputPrompt")
     while time.monotonic() < deadline:
-        page.locator(".jp-Notebook .jp-Cell .jp-InputArea-editor").first.click()
-        page.keyboard.press("Control+Enter")  # run in place
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Run$")).click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Run All Cells$")).click()
         try:
             page.wait_for_function("el => el.textContent.trim() !== '[ ]:'",
                                    arg=prompt.element_handle(), timeout=10_000)
             return
         except PlaywrightTimeout:
-            continue
-    raise AssertionError("the first cell never started running")
+            page.keyboard.press("Escape")
+    raise AssertionError("Run All Cells never started the first cell")
 
 
-def test_attention_explorer_renders_and_responds(lab, tmp_path):
+# --- the attention explorer: notebook 02 in JupyterLab, and its saved pages offline --------
+
+SOLUTION_02 = SOLUTIONS / "02_attention" / "attention.ipynb"
+GPT_CELL = '''\
+# added by the browser test: a course GPT with random weights large enough for sharp heads
+import torch
+from course_lib.explorer import explore
+from course_lib.tokenize import CharTokenizer
+from course_lib.transformer import GPT, GPTConfig
+
+torch.manual_seed(0)
+text = "To be, or not to be, that is the question"
+tok = CharTokenizer.from_text(text)
+gpt = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=64, d_model=32, n_heads=4, n_layers=3))
+for weight in (p for p in gpt.parameters() if p.dim() == 2):
+    torch.nn.init.normal_(weight, std=0.4)
+gpt_explorer = explore(gpt, text, tok)
+gpt_explorer.save_html("gpt_explorer.html")
+gpt_explorer'''
+
+
+@pytest.fixture
+def artifacts(tmp_path):
+    """Where the screenshots go: $EXPLORER_ARTIFACTS (kept by CI), else the test's tmp folder."""
+    folder = Path(os.environ.get("EXPLORER_ARTIFACTS") or tmp_path / "artifacts")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture
+def lab_02(tmp_path):
+    """JupyterLab on a copy of notebook 02 (solved, without its submit cell) with one more
+    cell at the end: the explorer of a small GPT, which also saves itself as a page."""
+    nb = nbformat.read(SOLUTION_02, as_version=4)
+    nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != "submit"]
+    nb.cells.append(new_code_cell(GPT_CELL))
+    nbformat.write(nb, tmp_path / "attention.ipynb")
+    settings = tmp_path / ".lab-settings"  # no "get notified about news?" toast over the page
+    (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
+    (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false"}))
+    with _jupyter_lab(tmp_path, COURSE_MODE="ci", JUPYTERLAB_SETTINGS_DIR=str(settings)) as url:
+        yield url, tmp_path
+
+
+class Explorer:
+    """One explorer on a page, driven like a person would, checked from its canvas."""
+
+    def __init__(self, page, root):
+        self.page, self.root, self.canvas = page, root, root.locator("canvas")
+
+    def data(self, key):
+        return self.root.get_attribute(f"data-{key}")
+
+    def layout(self):
+        return json.loads(self.data("layout"))
+
+    def picture(self):
+        return self.canvas.evaluate("c => c.toDataURL()")
+
+    def changes(self, action, **expected):
+        """Do ``action``; wait for the redraw; the state is ``expected`` and the pixels changed."""
+        before, draws = self.picture(), self.data("draws")
+        action()
+        self.page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                                    arg=[self.root.element_handle(), draws], timeout=30_000)
+        for key, value in expected.items():
+            self.page.wait_for_function("([el, k, v]) => el.dataset[k] === v",
+                                        arg=[self.root.element_handle(), key, str(value)], timeout=30_000)
+        assert self.picture() != before, f"the drawing did not change after {expected or action}"
+
+    def button(self, name):
+        return lambda: self.root.locator("button", has_text=name).click()
+
+    def select(self, which, value):
+        return lambda: self.root.locator(f"select.ax-{which}").select_option(str(value))
+
+    def hover_token(self, side, index):
+        lay = self.layout()
+        x = 14 if side == "q" else lay["width"] - 14
+        return lambda: self.canvas.hover(position={"x": x, "y": lay["top"] + (index + 0.5) * lay["row"]})
+
+    def click_tile(self, layer, head):
+        lay = self.layout()
+        return lambda: self.canvas.click(position={"x": lay["left"] + head * lay["step"] + lay["tile"] / 2,
+                                                   "y": lay["top"] + layer * lay["step"] + lay["tile"] / 2})
+
+    def timings(self):
+        return {key: self.data(key) for key in ("latency-ms", "frame-ms", "draw-ms")}
+
+
+def _explore_toy(ex, shots, name):
+    """Notebook 02's hand-set heads: kinds, head, query, hover, the model view and back."""
+    assert ex.data("view") == "head" and ex.data("kind") == "self"
+    ex.changes(ex.button("cross"), kind="cross")
+    ex.changes(ex.select("head", 1), head=1)
+    ex.changes(ex.select("query", 4), query=4)
+    ex.changes(ex.hover_token("q", 2), hover='{"side":"q","index":2}')
+    ex.changes(ex.hover_token("k", 0), hover='{"side":"k","index":0}')
+    ex.root.screenshot(path=str(shots / f"{name}-head-view-hover.png"))
+    ex.changes(ex.button("causal"), kind="causal")
+    ex.changes(ex.button("model view"), view="model")
+    ex.root.screenshot(path=str(shots / f"{name}-model-view.png"))
+    ex.changes(ex.click_tile(0, 0), view="head", layer=0, head=0)
+    ex.changes(ex.button("query–key view"), view="qk")  # these examples keep no q, k: it says so
+    assert "no queries and keys" in ex.root.locator(".ax-note").inner_text()
+
+
+def _explore_gpt(ex, shots, name):
+    """The GPT: layers, heads, all heads, query tokens, hover, model view, query-key view."""
+    ex.changes(ex.select("layer", 2), layer=2)
+    ex.changes(ex.select("head", 3), head=3)
+    ex.changes(ex.select("query", 20), query=20)
+    ex.changes(ex.hover_token("k", 5), hover='{"side":"k","index":5}')
+    ex.changes(ex.select("head", -1), head=-1)
+    ex.root.screenshot(path=str(shots / f"{name}-all-heads.png"))
+    ex.changes(ex.button("model view"), view="model")
+    ex.changes(ex.click_tile(1, 2), view="head", layer=1, head=2)
+    ex.changes(ex.button("model view"), view="model")
+    ex.root.screenshot(path=str(shots / f"{name}-model-view.png"))
+    ex.changes(ex.button("query–key view"), view="qk")
+    ex.changes(ex.select("query", 30), query=30)
+    ex.changes(ex.select("layer", 0), layer=0)
+    ex.root.screenshot(path=str(shots / f"{name}-query-key-view.png"))
+    return ex.timings()
+
+
+def _offline_page(browser, path: Path, shots, name):
+    """Open a saved page with the network off; every explorer on it draws and answers, and
+    nothing on it asks the network for anything but what the page names itself (nbconvert's
+    template loads MathJax from a CDN; the explorer's own HTML names no address at all)."""
+    named = set(re.findall(r"https?://[^\s\"'<>]+", path.read_text()))
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, offline=True)
+    requests, errors = [], []
+    context.on("request", lambda r: requests.append(r.url))
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(path.as_uri())
+        roots = page.locator(".ax-root")
+        roots.first.wait_for(timeout=60_000)
+        count = roots.count()
+        _explore_gpt(Explorer(page, roots.nth(count - 1)), shots, name)
+        if count > 1:
+            _explore_toy(Explorer(page, roots.first), shots, name + "-toy")
+        page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
+    finally:
+        context.close()
+    assert not errors, errors
+    assert all(url.startswith(("file:", "blob:", "data:")) or url in named for url in requests), requests
+    return count
+
+
+def test_attention_explorer_in_jupyterlab_and_offline(lab_02, artifacts):
+    url, root = lab_02
     with _browser() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{lab}/lab/tree/explorer.ipynb")
+        page.goto(f"{url}/lab/tree/attention.ipynb")
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
         try:
-            _run_first_cell(page, lab)
-            image = page.wait_for_selector(".widget-output img", timeout=120_000)
-            first = image.get_attribute("src")
-            assert first.startswith("data:image/png")
-            buttons = page.locator(".widget-toggle-button")
-            assert buttons.count() == 3
-            page.locator(".widget-toggle-button", has_text="cross").click()
-            page.wait_for_function(
-                "old => { const img = document.querySelector('.widget-output img');"
-                " return img && img.getAttribute('src') !== old; }", arg=first, timeout=60_000)
-        finally:  # what the page looked like, for a failing run
-            page.screenshot(path=str(tmp_path / "explorer.png"))
+            _run_all_cells(page, url)
+            page.wait_for_function(  # both explorers drawn, or a cell failed
+                "() => document.querySelectorAll('.ax-root[data-draws]').length >= 2"
+                " || document.querySelector('[data-mime-type=\"application/vnd.jupyter.error\"]')",
+                timeout=300_000)
+            errors = page.locator('.jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]')
+            assert errors.count() == 0, errors.first.inner_text()
+            roots = page.locator(".ax-root")
+            assert roots.count() == 2
+            _explore_toy(Explorer(page, roots.nth(0)), artifacts, "lab-02")
+            timings = _explore_gpt(Explorer(page, roots.nth(1)), artifacts, "lab-gpt")
+            (artifacts / "lab-timings.json").write_text(json.dumps(timings))
+            # the clicks reached the kernel: the widget's traits there say what the page shows
+            cells = page.locator(".jp-Notebook .jp-CodeCell")
+            n = cells.count()
+            cells.last.locator(".jp-InputArea-editor").click()
+            page.keyboard.press("Escape")
+            page.keyboard.press("b")  # a new cell below
+            page.keyboard.press("Enter")
+            page.keyboard.insert_text("g = gpt_explorer; f'{g.view} {g.kind} {g.layer} {g.head} {g.query}'")
+            page.keyboard.press("Shift+Enter")
+            answer = cells.nth(n).locator(".jp-OutputArea-output")  # (Shift+Enter adds one more cell)
+            answer.wait_for(timeout=60_000)
+            assert answer.inner_text().strip() == "'qk self 0 2 30'"
+            page.keyboard.press("Control+s")
+            deadline = time.monotonic() + 60
+            while "qk self 0 2 30" not in (root / "attention.ipynb").read_text():  # the server wrote it
+                assert time.monotonic() < deadline, "the notebook was not saved within 60 s"
+                time.sleep(0.5)
+            saved = nbformat.read(root / "attention.ipynb", as_version=4)
+            shown = [o.data for c in saved.cells if c.cell_type == "code" for o in c.outputs
+                     if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+            assert len(shown) == 2 and all({"image/png", "text/html"} <= set(d) for d in shown)
+        finally:
+            page.screenshot(path=str(artifacts / "lab.png"))
+        # the page the GPT cell saved, and nbconvert's HTML of the notebook Lab saved
+        assert _offline_page(browser, root / "gpt_explorer.html", artifacts, "saved-page") == 1
+        jupyter = Path(sys.executable).with_name("jupyter")
+        subprocess.run([str(jupyter), "nbconvert", "--to", "html", str(root / "attention.ipynb")],
+                       check=True, capture_output=True, timeout=120)
+        assert _offline_page(browser, root / "attention.html", artifacts, "nbconvert") == 2
+
+
 
 
 # --- the learner's Lab: Validate asks the grader; no instructor tools -------------------------

@@ -99,3 +99,91 @@ def test_get_batch_draws_every_window_the_last_one_included():
     assert (y == x + 1).all()
     with pytest.raises(ValueError, match="cannot hold a window"):
         train.get_batch(np.arange(4), 1, 4, np.random.default_rng(0), "cpu")
+
+
+# --- the options notebook 06 trains GPT with (nanoGPT's recipe) ------------------------------
+
+def tiny_gpt(vocab_size, seed=0):
+    from course_lib.transformer import GPT, GPTConfig
+
+    torch.manual_seed(seed)
+    return GPT(GPTConfig(vocab_size, block_size=16, d_model=16, n_heads=2, n_layers=1))
+
+
+def test_learning_rate_warms_up_linearly_then_follows_a_half_cosine():
+    lr = [train.lr_at(s, 1e-3, steps=110, warmup=10, min_lr=1e-4) for s in range(1, 111)]
+    assert lr[:10] == pytest.approx([1e-4 * s for s in range(1, 11)])  # 1e-3 at step 10
+    assert lr[59] == pytest.approx(5.5e-4)  # half-way through the decay: the mean of the two
+    assert lr[-1] == pytest.approx(1e-4) and all(a >= b for a, b in zip(lr[9:], lr[10:]))
+    assert train.lr_at(500, 1e-3, steps=110, warmup=10) == 1e-3  # no min_lr: constant
+
+
+def test_weight_decay_shrinks_only_the_weight_matrices(corpus):
+    tok = corpus[0]
+    model = tiny_gpt(tok.vocab_size)
+    with torch.no_grad():
+        model.norm_f.gamma.fill_(2.0)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    opt = train.make_optimizer(model, lr=0.1, weight_decay=0.5)
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)  # Adam's step is 0: only the decay moves anything
+    opt.step()
+    for name, p in model.named_parameters():
+        factor = 1 - 0.1 * 0.5 if p.dim() == 2 else 1.0  # W <- W - lr * wd * W
+        assert torch.allclose(p, factor * before[name]), name
+
+
+def test_default_optimizer_is_plain_adam(corpus):
+    tok, ids, _ = corpus
+    models = [tiny_gpt(tok.vocab_size), tiny_gpt(tok.vocab_size)]
+    opts = [train.make_optimizer(models[0], 1e-2), torch.optim.Adam(models[1].parameters(), 1e-2)]
+    x, y = train.get_batch(ids, 4, 16, np.random.default_rng(0), "cpu")
+    for _ in range(3):
+        for model, opt in zip(models, opts):
+            opt.zero_grad()
+            model(x, y)[1].backward()
+            opt.step()
+    for a, b in zip(*(m.parameters() for m in models)):
+        assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_fused_step_matches_the_plain_one(corpus):
+    tok, ids, _ = corpus
+    runs = [list(train.train_steps(tiny_gpt(tok.vocab_size), ids, steps=5, batch_size=4,
+                                   weight_decay=0.1, fused=fused, device="cpu"))
+            for fused in (False, True)]
+    assert [s for s, _, _ in runs[0]] == [1, 2, 3, 4, 5]
+    assert [loss for *_, loss in runs[0]] == pytest.approx([loss for *_, loss in runs[1]], rel=1e-4)
+
+
+def test_eval_batches_are_fixed_windows_and_their_mean_loss(corpus):
+    tok, ids, val = corpus
+    batches = train.val_batches(val, 3, 4, 16, "cpu", seed=5)
+    again = train.val_batches(val, 3, 4, 16, "cpu", seed=5)
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(batches, again))
+    model = tiny_gpt(tok.vocab_size)
+    want = np.mean([model(x, y)[1].item() for x, y in batches])
+    assert train.evaluate_batches(model, batches) == pytest.approx(want)
+
+
+def test_train_with_the_gpt_recipe_records_lr_time_and_eval_batches(corpus):
+    tok, ids, val = corpus
+    model = tiny_gpt(tok.vocab_size)
+    history = train.train(model, ids, steps=30, val_ids=val, batch_size=8, lr=1e-2, warmup=5,
+                          min_lr=1e-3, weight_decay=0.1, betas=(0.9, 0.99), eval_every=10,
+                          eval_batches=4, device="cpu")
+    assert history["step"] == [10, 20, 30]
+    assert history["lr"] == pytest.approx([train.lr_at(s, 1e-2, 30, 5, 1e-3) for s in (10, 20, 30)])
+    assert history["lr"][-1] == pytest.approx(1e-3)
+    assert 0 < history["seconds"][0] < history["seconds"][1] < history["seconds"][2]
+    # a GPT whose context (16) is shorter than EVAL_BLOCK is scored on batches of its own size
+    batches = train.val_batches(val, 4, 8, 16, "cpu")
+    assert history["val"][-1] == pytest.approx(train.evaluate_batches(model, batches))
+    assert history["val"][-1] < math.log(tok.vocab_size) - 0.5
+
+
+def test_time_budget_stops_training_early(corpus):
+    tok, ids, val = corpus
+    history = train.train(tiny_gpt(tok.vocab_size), ids, steps=1000, val_ids=val, batch_size=4,
+                          eval_every=500, eval_batches=1, minutes=1e-9, device="cpu")
+    assert history["step"] == [1] and len(history["val"]) == 1

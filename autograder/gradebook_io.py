@@ -1,0 +1,216 @@
+"""Where a graded class is kept: a journal of outcomes, then nbgrader's course directory.
+
+Only the instructor's process writes here; workers, local or on a Dask cluster, send their
+``Outcome`` back (``worker.py``). For each submission, in this order:
+
+1. ``Journal.save``: the outcome, whole, in ``.autograder/journal/<assignment>/<student>.json``
+   (written beside, synced, then renamed: a file is there complete or not at all);
+2. ``record``: the autograded notebook and the feedback into ``autograded/`` and
+   ``feedback/`` (each written beside and renamed), then every score and comment of the
+   submission into the gradebook in **one** transaction;
+3. ``Journal.mark_recorded``: the job's digest in ``<student>.done``.
+
+Killed anywhere (Ctrl-C, SIGKILL, a restart), a rerun finds each submission in one of three
+states: recorded (skipped), journalled (recorded again from the journal, not regraded: step
+2 is idempotent), or neither (graded). SQLite rolls back a transaction cut short, so the
+gradebook holds each submission's scores entirely or not at all.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from autograder.worker import Outcome
+
+
+def write_atomic(path: Path, data: bytes | str) -> None:
+    """Write ``path`` so that readers, and a rerun after a crash, see old or new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    draft = path.with_name(f".{path.name}.{os.getpid()}.part")
+    with open(draft, "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(draft, path)
+
+
+class Journal:
+    """Outcomes of one assignment's grading, one file per student, in the course directory."""
+
+    def __init__(self, course_root: Path, assignment: str):
+        self.folder = Path(course_root) / ".autograder" / "journal" / assignment
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for stale in self.folder.glob(".*.part"):  # drafts of a run that was killed
+            stale.unlink(missing_ok=True)
+
+    def outcome(self, student: str) -> Outcome | None:
+        path = self.folder / f"{student}.json"
+        return Outcome(**json.loads(path.read_text())) if path.exists() else None
+
+    def save(self, outcome: Outcome) -> None:
+        write_atomic(self.folder / f"{outcome.student}.json", json.dumps(asdict(outcome)))
+        # and one line in the history: who was graded when, where, how long (one write: whole)
+        line = "\t".join([time.strftime("%Y-%m-%dT%H:%M:%S"), outcome.student, outcome.digest[:12],
+                          "graded" if outcome.ok else "failed", f"{outcome.seconds:.2f}",
+                          outcome.worker, (outcome.reason or "").replace("\n", " ")]) + "\n"
+        fd = os.open(self.folder / "history.tsv", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def history(self) -> list[list[str]]:
+        path = self.folder / "history.tsv"
+        lines = path.read_text().splitlines() if path.exists() else []
+        return [line.split("\t") for line in lines]
+
+    def recorded(self, student: str) -> str | None:
+        """The digest of the job whose outcome is in the gradebook, if any."""
+        path = self.folder / f"{student}.done"
+        return path.read_text().strip() if path.exists() else None
+
+    def mark_recorded(self, outcome: Outcome) -> None:
+        write_atomic(self.folder / f"{outcome.student}.done", outcome.digest)
+
+    def log(self) -> Path:
+        return self.folder / "workers.log"
+
+
+def quick_alembic_head() -> None:
+    """Stamp new gradebooks without running the ``alembic`` command.
+
+    nbgrader starts ``alembic heads`` (a Python process: 3 s here) each time it creates a
+    gradebook, only to learn the newest revision of its own migration scripts; every
+    worker's scratch course and every new course would pay it. The scripts name it plainly.
+    """
+    import re
+
+    import nbgrader.api
+    from nbgrader.dbutil import ALEMBIC_DIR
+
+    if getattr(nbgrader.api.get_alembic_version, "quick", False):
+        return
+    revisions, parents = set(), set()
+    for script in (Path(ALEMBIC_DIR) / "versions").glob("*.py"):
+        text = script.read_text()
+        revisions.update(re.findall(r"^revision = '(\w+)'", text, re.M))
+        parents.update(re.findall(r"^down_revision = '(\w+)'", text, re.M))
+    heads = revisions - parents
+    if len(heads) != 1:  # not the layout we know: let nbgrader ask alembic
+        return
+    head = heads.pop()
+
+    def get_alembic_version() -> str:
+        return head
+
+    get_alembic_version.quick = True
+    nbgrader.api.get_alembic_version = get_alembic_version
+
+
+def course_config(course_root: Path):
+    """The nbgrader configuration of a course directory, as its ``nbgrader_config.py`` makes it."""
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from autograder.config import configure
+
+    path = Path(course_root) / "nbgrader_config.py"
+    if path.exists():
+        return PyFileConfigLoader(path.name, path=str(path.parent)).load_config()
+    config = Config()
+    configure(config, Path(course_root))
+    return config
+
+
+def record(course_root: Path, assignment: str, notebook: str, outcome: Outcome,
+           submitted: Path, config) -> None:
+    """Put a graded outcome into the course: files, then the gradebook in one transaction.
+
+    ``submitted``: the submission's folder under ``submitted/``; its other files
+    (``timestamp.txt``, ``submission_secret.txt``, which ``nbgrader release_feedback``
+    needs) go beside the autograded notebook and the feedback, as nbgrader's own commands do.
+    """
+    stem = Path(notebook).stem
+    for folder, name, text in (("autograded", notebook, outcome.autograded),
+                               ("feedback", stem + ".html", outcome.feedback)):
+        dest = Path(course_root) / folder / outcome.student / assignment
+        dest.mkdir(parents=True, exist_ok=True)
+        for extra in submitted.iterdir() if submitted.is_dir() else ():
+            if extra.is_file() and extra.suffix != ".ipynb":
+                write_atomic(dest / extra.name, extra.read_bytes())
+        write_atomic(dest / name, text)
+    _save_grades(course_root, assignment, stem, outcome, _timestamp(submitted), config)
+
+
+def _timestamp(submitted: Path) -> str | None:
+    path = submitted / "timestamp.txt"
+    return path.read_text().strip() or None if path.exists() else None
+
+
+def _save_grades(course_root, assignment, stem, outcome: Outcome, timestamp, config) -> None:
+    """What nbgrader's autograde saves (student, submission, scores, comments, late
+    penalty), with one commit at the end instead of one per cell."""
+    from nbgrader import utils
+    from nbgrader.api import (Comment, Grade, Gradebook, Student, SubmittedAssignment,
+                              SubmittedNotebook)
+    from nbgrader.preprocessors import AssignLatePenalties
+
+    course_id = config.CourseDirectory.get("course_id", "default_course")
+    with Gradebook(f"sqlite:///{Path(course_root) / 'gradebook.db'}", course_id) as gb:
+        db = gb.db
+        student = db.get(Student, outcome.student)
+        if student is None:
+            student = Student(id=outcome.student)
+            db.add(student)
+        try:
+            submission = gb.find_submission(assignment, outcome.student)
+        except Exception:  # MissingEntry: first time; mirror the assignment as add_submission does
+            submission = SubmittedAssignment(assignment=gb.find_assignment(assignment), student=student)
+            for nb in submission.assignment.notebooks:
+                snb = SubmittedNotebook(notebook=nb, assignment=submission)
+                for cell in nb.grade_cells:
+                    Grade(cell_id=cell.id, notebook=snb)
+                for cell in list(nb.solution_cells) + list(nb.task_cells):
+                    Comment(cell_id=cell.id, notebook=snb)
+                for cell in nb.task_cells:
+                    Grade(cell_id=cell.id, notebook=snb)
+            db.add(submission)
+        if timestamp:
+            submission.timestamp = utils.parse_utc(timestamp)
+        db.flush()
+        notebook = next(nb for nb in submission.notebooks if nb.name == stem)
+        for grade in notebook.grades:
+            grade.auto_score = outcome.scores.get(grade.name)
+            # as nbgrader: a grader's earlier manual score, or no automatic one, needs a look
+            grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
+        for comment in notebook.comments:
+            comment.auto_comment = outcome.comments.get(comment.name)
+        db.flush()
+        notebook.late_submission_penalty = None
+        if submission.total_seconds_late > 0:
+            late = AssignLatePenalties(config=config)
+            late.init_plugin()
+            penalty = late.plugin_inst.late_submission_penalty(
+                outcome.student, notebook.score, submission.total_seconds_late)
+            if penalty is not None:
+                notebook.late_submission_penalty = late._check_late_penalty(notebook, penalty)
+        db.commit()
+
+
+def place_submission(source: Path, dest: Path, with_extras: bool) -> None:
+    """Copy a learner's file into ``submitted/`` unchanged (nbgrader's hashes depend on it).
+
+    ``with_extras``: ``source`` sits in nbgrader's layout, whose ``timestamp.txt`` and
+    submission secret come along.
+    """
+    if source.resolve() == dest.resolve():
+        return
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(dest, source.read_bytes())
+    for name in ("timestamp.txt", "submission_secret.txt") if with_extras else ():
+        if (source.parent / name).is_file():
+            write_atomic(dest.parent / name, (source.parent / name).read_bytes())

@@ -1,0 +1,329 @@
+"""One grading worker: a long-lived child process that grades submissions one at a time.
+
+``autograder grade`` keeps one worker per job (``--jobs``) or one per Dask worker
+(``distributed.py``). A worker pays once for what every submission would otherwise pay
+again: starting Python, importing nbgrader, the exercise registry and its references
+(torch), generating the assignment into a scratch course, compiling the feedback template.
+For each ``Task`` it resets that scratch course, runs nbgrader's ``autograde`` (the sandboxed
+execution and the judge included, see ``execute.py``) and ``generate_feedback`` in it, and
+answers with an ``Outcome``: the scores and comments nbgrader saved, the autograded notebook
+and the feedback HTML. It never touches the instructor's gradebook; the parent writes that
+(``gradebook_io.py``).
+
+The worker runs as ``python -m autograder.worker [ASSIGNMENT]`` (ready for it at once) and talks over its stdin and stdout
+(length-prefixed pickles of ``Task`` and ``Outcome``). ``GradingProcess`` is the parent's
+handle: it enforces the time limit per submission by killing the worker and everything it
+started, and starts a fresh one for the next task. A worker whose parent dies kills itself.
+"""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import pickle
+import select
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from autograder.paths import SOLUTIONS
+
+
+@dataclass
+class Task:
+    """One submission to grade, with everything a worker on another machine needs."""
+    student: str
+    assignment: str
+    notebook: str          # the assignment's notebook file name, e.g. "attention.ipynb"
+    content: bytes         # the file exactly as the learner submitted it
+    digest: str            # identifies this grading job (submission and source), see job_digest
+    timestamp: str | None  # nbgrader's timestamp.txt, when the submission has one
+    secret: bytes          # the grader's secret: the same cases on every machine
+
+
+@dataclass
+class Outcome:
+    student: str
+    digest: str
+    ok: bool
+    reason: str | None = None  # why it could not be graded
+    seconds: float = 0.0
+    scores: dict[str, float | None] = field(default_factory=dict)    # grade id -> auto score
+    comments: dict[str, str | None] = field(default_factory=dict)    # grade id -> auto comment
+    autograded: str = ""       # the autograded notebook (JSON)
+    feedback: str = ""         # nbgrader's HTML feedback
+    notes: list[str] = field(default_factory=list)
+    worker: str = ""
+
+
+def job_digest(content: bytes, assignment: str, notebook: str) -> str:
+    """Same submission against the same source: same job (graded once, whatever the run)."""
+    h = hashlib.sha256(content)
+    h.update(b"\0" + (SOLUTIONS / assignment / notebook).read_bytes())
+    return h.hexdigest()
+
+
+# --- inside the worker ------------------------------------------------------------------------
+
+class ScratchCourse:
+    """An nbgrader course directory private to this worker, with one assignment generated.
+
+    It lives in memory (``/dev/shm`` where there is one): nbgrader commits its gradebook
+    once per cell, and a disk would make every commit wait for a sync.
+    """
+
+    def __init__(self, assignment: str):
+        import nbformat
+
+        from autograder.exercises import get
+        from autograder.feedback import FeedbackExporter
+        from autograder.gradebook_io import quick_alembic_head
+        from autograder.nbgrader_plugin import JudgeOutputs
+        from autograder.plan import recorded_exercise
+        from autograder.sanitize import SanitizeOutputs
+        from autograder.grading import _run, new_course
+
+        quick_alembic_head()
+        base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+        self.root = Path(tempfile.mkdtemp(prefix="ag-worker-", dir=base))
+        self.assignment = assignment
+        self.api = new_course(self.root)
+        steps = self.api.config.Autograde.autograde_preprocessors
+        if SanitizeOutputs not in steps:  # learner-made HTML must not run in formgrader or feedback
+            steps.insert(steps.index(JudgeOutputs) + 1, SanitizeOutputs)
+        self.api.config.GenerateFeedback.exporter_class = FeedbackExporter  # shares the template
+        _run(self.api.generate_assignment(assignment), "generate_assignment")
+        self.blank_gradebook = (self.root / "gradebook.db").read_bytes()
+        for path in (SOLUTIONS / assignment).glob("*.ipynb"):  # import the exercises (and torch) now
+            for cell in nbformat.read(path, as_version=4).cells:
+                if recorded_exercise(cell):
+                    get(recorded_exercise(cell))
+
+    def grade(self, task: Task) -> Outcome:
+        import nbformat
+        from nbgrader.api import Gradebook
+
+        from autograder.grading import _run
+        from autograder.submission import prepare
+
+        for folder in ("submitted", "autograded", "feedback"):
+            shutil.rmtree(self.root / folder, ignore_errors=True)
+        (self.root / "gradebook.db").write_bytes(self.blank_gradebook)
+        dest = self.root / "submitted" / task.student / task.assignment
+        dest.mkdir(parents=True)
+        raw = dest / ("raw-" + task.notebook)  # read by prepare, then replaced by what it made
+        raw.write_bytes(task.content)
+        prepared = prepare(raw, task.assignment, task.notebook)
+        raw.unlink()
+        for i, cell in enumerate(prepared.nb.cells):  # the same submission, the same feedback
+            cell.id = hashlib.sha1(f"{i}\0{cell.source}".encode()).hexdigest()[:8]
+        nbformat.write(prepared.nb, dest / task.notebook)
+        if task.timestamp:
+            (dest / "timestamp.txt").write_text(task.timestamp)
+        _run(self.api.autograde(task.assignment, task.student), "autograde")
+        _run(self.api.generate_feedback(task.assignment, task.student), "generate_feedback")
+        stem = Path(task.notebook).stem
+        with Gradebook(f"sqlite:///{self.root / 'gradebook.db'}") as gb:
+            nb = gb.find_submission_notebook(stem, task.assignment, task.student)
+            scores = {g.name: g.auto_score for g in nb.grades}
+            comments = {c.name: c.auto_comment for c in nb.comments}
+        out = lambda folder, ext: (self.root / folder / task.student / task.assignment / (stem + ext))  # noqa: E731
+        return Outcome(task.student, task.digest, True, scores=scores, comments=comments,
+                       autograded=out("autograded", ".ipynb").read_text(),
+                       feedback=out("feedback", ".html").read_text(), notes=prepared.notes)
+
+
+_courses: dict[str, ScratchCourse] = {}
+
+
+def prepare_course(assignment: str) -> None:
+    """Make this worker ready for ``assignment`` (once: a few seconds, not counted per submission)."""
+    if assignment not in _courses:
+        _courses[assignment] = ScratchCourse(assignment)
+
+
+def grade_task(task: Task) -> Outcome:
+    """Grade one task in this process; any error becomes a failed ``Outcome`` saying why."""
+    start = time.monotonic()
+    try:
+        _use_secret(task.secret)
+        prepare_course(task.assignment)
+        outcome = _courses[task.assignment].grade(task)
+    except Exception as err:  # a worker's bug must cost one submission, not the class
+        detail = traceback.format_exception_only(type(err), err)[-1].strip()
+        outcome = Outcome(task.student, task.digest, False, reason=f"grading failed: {detail[:1500]}")
+    outcome.seconds = time.monotonic() - start
+    outcome.worker = f"{socket.gethostname()}:{os.getppid()}>{os.getpid()}"  # parent>grader
+    return outcome
+
+
+def _use_secret(secret: bytes) -> None:
+    """Draw cases from the instructor's secret, kept in a file only this worker can read."""
+    from autograder.plan import SECRET_ENV, secret_path
+
+    path = secret_path()
+    if path.is_file() and path.read_bytes().strip() == secret.strip():
+        return
+    fd, name = tempfile.mkstemp(prefix="ag-secret-")  # mode 0600
+    with os.fdopen(fd, "wb") as f:
+        f.write(secret)
+    atexit.register(os.unlink, name)
+    os.environ[SECRET_ENV] = name
+
+
+def _watch_parent(parent: int) -> None:
+    """Die, with everything started here, as soon as the parent is gone (even by SIGKILL)."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    kill_tree(os.getpid())
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL a process and all its descendants (kernels and sandboxes included)."""
+    try:
+        proc = psutil.Process(pid)
+        family = proc.children(recursive=True) + [proc]
+    except psutil.NoSuchProcess:
+        return
+    for p in family:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+
+
+def _serve() -> None:
+    """The worker's loop: read a task from stdin, answer on stdout, until stdin closes."""
+    from autograder.cli import _quiet
+
+    _quiet()
+    answers = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # whatever nbgrader or a library prints must not corrupt the answers
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    for assignment in sys.argv[1:]:
+        try:
+            prepare_course(assignment)
+        except Exception:  # said again, with the reason, by the first task
+            pass
+    requests = sys.stdin.buffer
+    while True:
+        task = _read(requests)
+        if task is None:
+            return
+        try:
+            prepare_course(task.assignment)
+        except Exception:  # grade_task reports it
+            pass
+        _write(answers, "ready")  # the time limit starts now
+        _write(answers, grade_task(task))
+
+
+def _read(stream):
+    """One message, or None at the end of the stream."""
+    header = _read_exactly(stream, 8)
+    if header is None:
+        return None
+    body = _read_exactly(stream, struct.unpack("!Q", header)[0])
+    return None if body is None else pickle.loads(body)
+
+
+def _read_exactly(stream, size: int) -> bytes | None:
+    chunks, left = [], size
+    while left:
+        chunk = stream.read(left)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _write(stream, obj) -> None:
+    data = pickle.dumps(obj)
+    view = memoryview(struct.pack("!Q", len(data)) + data)
+    while view:
+        view = view[stream.write(view):]
+    stream.flush()
+
+
+# --- the parent's handle ----------------------------------------------------------------------
+
+class GradingProcess:
+    """A worker process, started on first use and again after it was killed or died.
+
+    ``assignment``: start now and get ready for it while the parent does other things.
+    """
+
+    def __init__(self, time_limit: float, log: Path | None = None, assignment: str | None = None):
+        self.time_limit, self.log, self.assignment = time_limit, log, assignment
+        self.proc: subprocess.Popen | None = self._start() if assignment else None
+
+    def _start(self) -> subprocess.Popen:
+        stderr = open(self.log, "ab") if self.log else subprocess.DEVNULL
+        ready_for = [self.assignment] if self.assignment else []
+        try:
+            # unbuffered: select() must see every answer that has arrived
+            return subprocess.Popen([sys.executable, "-m", "autograder.worker", *ready_for],
+                                    stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=stderr, start_new_session=True,
+                                    bufsize=0)
+        finally:
+            if self.log:
+                stderr.close()
+
+    def grade(self, task: Task) -> Outcome:
+        """The worker's outcome, or a failed one when it ran past the limit or died."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = self._start()
+        proc = self.proc
+        try:
+            _write(proc.stdin, task)
+            ready = _read(proc.stdout) == "ready"  # started and prepared, however long it took
+            start = time.monotonic()
+            answered, _, _ = select.select([proc.stdout], [], [], self.time_limit) if ready else ((), 0, 0)
+            outcome = _read(proc.stdout) if answered else None
+        except (OSError, ValueError, EOFError, pickle.UnpicklingError):  # it died, or was stopped
+            outcome, start = None, time.monotonic()
+        if outcome is not None:
+            return outcome
+        timed_out = time.monotonic() - start >= self.time_limit
+        self.close()
+        reason = (f"stopped: grading ran past the time limit of {self.time_limit:g} s" if timed_out
+                  else "the grading process died (out of memory, or killed)")
+        return Outcome(task.student, task.digest, False, reason=reason,
+                       seconds=time.monotonic() - start)
+
+    def close(self, kill: bool = True) -> None:
+        """Stop the worker: at once (``kill``), or let an idle one finish and clean up."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if not kill:
+            try:
+                proc.stdin.close()
+                proc.wait(timeout=10)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                pass
+        kill_tree(proc.pid)
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout):
+            try:
+                stream.close()
+            except (OSError, ValueError):
+                pass
+
+
+if __name__ == "__main__":  # run as the module itself, so answers unpickle as autograder.worker's
+    from autograder import worker
+
+    worker._serve()

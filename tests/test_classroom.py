@@ -1,0 +1,174 @@
+"""`autograder grade` over a class: parallel, time-limited, resumable, never half-written.
+
+One class of notebook 00 is graded once, uninterrupted, through the command line (module
+fixture); the tests assert on that run and compare every other run with it. The class:
+an honest, a partial, a blank and an unreadable submission, and one that loops past the
+time limit.
+"""
+from __future__ import annotations
+
+import csv
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from nbformat.v4 import new_code_cell
+
+from autograder.gradebook_io import Journal
+from autograder.grading import new_course
+from helpers import NOTEBOOKS, SOLUTIONS, mutant
+
+ASSIGNMENT = "00_start_here"
+SOLUTION = SOLUTIONS / ASSIGNMENT / "start_here.ipynb"
+RELEASE = NOTEBOOKS / ASSIGNMENT / "start_here.ipynb"
+JVP = "return s * (g - np.sum(g * s, axis=axis, keepdims=True))"
+CLI = str(Path(sys.executable).with_name("autograder"))
+TIME_LIMIT = 12  # the looping cell would run 15 s (SandboxedExecute.cell_timeout)
+EXPECTED = {"ada": 4.0, "bo": 2.0, "cy": 0.0, "dee": 0.0}
+
+
+def make_class(folder: Path, tmp: Path, looper: bool) -> Path:
+    folder.mkdir()
+    (folder / "ada.ipynb").write_bytes(SOLUTION.read_bytes())
+    (folder / "bo.ipynb").write_bytes(mutant(SOLUTION, "warmup_softmax_jvp", JVP, "return s * g", tmp).read_bytes())
+    (folder / "cy.ipynb").write_bytes(RELEASE.read_bytes())
+    (folder / "dee.ipynb").write_text("{ this is not a notebook")
+    if looper:
+        import nbformat
+        nb = nbformat.read(SOLUTION, as_version=4)
+        nb.cells.append(new_code_cell("while True:\n    pass"))
+        nbformat.write(nb, folder / "eve.ipynb")
+    return folder
+
+
+def grade_cmd(folder: Path, course: Path, *extra: str) -> list[str]:
+    return [CLI, "grade", str(folder), "-a", ASSIGNMENT, "--course", str(course), "--jobs", "2",
+            "--csv", str(course / "grades.csv"), *extra]
+
+
+def gradebook(course: Path) -> dict:
+    """student -> {grade or comment id: (auto score, needs manual grade) or auto comment}."""
+    from nbgrader.api import Gradebook
+
+    out = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for sub in gb.assignment_submissions(ASSIGNMENT):
+            (nb,) = sub.notebooks
+            out[sub.student.id] = {**{g.name: (g.auto_score, g.needs_manual_grade) for g in nb.grades},
+                                   **{c.name: c.auto_comment for c in nb.comments}}
+    return out
+
+
+def outputs(course: Path, student: str) -> tuple[list, str]:
+    """The autograded notebook's cells (without nbclient's timings) and the feedback HTML."""
+    import nbformat
+
+    nb = nbformat.read(course / "autograded" / student / ASSIGNMENT / "start_here.ipynb", as_version=4)
+    cells = [(c.id, c.cell_type, c.source, c.get("outputs")) for c in nb.cells]
+    return cells, (course / "feedback" / student / ASSIGNMENT / "start_here.html").read_text()
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """The uninterrupted run, then the same command again."""
+    tmp = tmp_path_factory.mktemp("class")
+    folder = make_class(tmp / "class", tmp, looper=True)
+    course = tmp / "course"
+    course.mkdir()
+    new_course(course)
+    first = subprocess.run(grade_cmd(folder, course, "--time-limit", str(TIME_LIMIT)),
+                           capture_output=True, text=True, timeout=300)
+    again = subprocess.run(grade_cmd(folder, course, "--time-limit", str(TIME_LIMIT)),
+                           capture_output=True, text=True, timeout=300)
+    return folder, course, first, again
+
+
+def test_a_class_graded_in_parallel_with_a_progress_bar_and_a_summary(graded):
+    folder, course, first, _ = graded
+    assert first.returncode == 1, first.stderr  # one submission could not be graded
+    rows = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader((course / "grades.csv").open())}
+    assert rows == EXPECTED  # the looper is reported, not given a score nobody decided
+    assert "graded 4, failed 1" in first.stdout
+    assert f"eve: stopped: grading ran past the time limit of {TIME_LIMIT} s" in first.stdout
+    assert "time per submission: median" in first.stdout and "on 2 worker(s)" in first.stdout
+    bar = first.stderr.rsplit("\r", 1)[-1]
+    assert f"grading {ASSIGNMENT}: 100%" in bar and "5/5" in bar and "failed=1" in bar
+    assert "<" in first.stderr  # tqdm's elapsed<remaining: the ETA
+
+    book = gradebook(course)
+    assert set(book) == set(EXPECTED)
+    for student, total in EXPECTED.items():
+        scores = [v[0] for k, v in book[student].items() if k.startswith("grade_")]
+        assert sum(scores) == total and all(not v[1] for k, v in book[student].items()
+                                            if k.startswith("grade_"))
+    assert book["cy"]["warmup_softmax"] == "No response."  # nbgrader's own comment on a blank cell
+    autograded, feedback = outputs(course, "dee")
+    assert "graded as the blank notebook" in autograded[0][2] and "graded as the blank notebook" in feedback
+    _, feedback = outputs(course, "bo")
+    assert "warmup.softmax_jvp: 0 / 2 points" in feedback
+    # the learner's files are in submitted/ as they were handed in
+    assert (course / "submitted" / "dee" / ASSIGNMENT / "start_here.ipynb").read_bytes() == \
+        (folder / "dee.ipynb").read_bytes()
+    history = Journal(course, ASSIGNMENT).history()
+    assert sorted(h[1] for h in history if h[3] == "graded") == sorted(EXPECTED)
+
+
+def test_running_the_same_command_again_grades_nothing_twice(graded):
+    _, course, first, again = graded
+    assert again.returncode == 1, again.stderr
+    assert "graded 0 (and 4 graded by an earlier run), failed 1" in again.stdout
+    assert "grading" not in again.stderr  # no workers started, no progress bar
+    assert "--retry-failed" in again.stdout
+    assert len(Journal(course, ASSIGNMENT).history()) == 5  # no line added by the second run
+
+
+def _wait_for_recorded(course: Path, count: int, proc: subprocess.Popen, timeout: float = 120) -> None:
+    journal = Journal(course, ASSIGNMENT).folder
+    deadline = time.monotonic() + timeout
+    while len(list(journal.glob("*.done"))) < count and proc.poll() is None:
+        assert time.monotonic() < deadline, "nothing was recorded in time"
+        time.sleep(0.05)
+
+
+def _interrupt(proc: subprocess.Popen, how: signal.Signals) -> None:
+    """Send ``how`` to the grading command; wait until it and its graders are gone."""
+    family = psutil.Process(proc.pid).children(recursive=True) if proc.poll() is None else []
+    proc.send_signal(how)
+    proc.wait(timeout=60)
+    gone, alive = psutil.wait_procs(family, timeout=20)
+    assert not alive, f"graders outlived the command: {alive}"
+
+
+def test_killed_at_random_points_it_resumes_and_ends_as_the_uninterrupted_run(graded, tmp_path):
+    _, reference, _, _ = graded
+    folder = make_class(tmp_path / "class", tmp_path, looper=False)
+    course = tmp_path / "course"
+    course.mkdir()
+    new_course(course)
+    rng = random.Random(11)
+    for n, how in ((1, signal.SIGINT), (2, signal.SIGKILL)):  # Ctrl-C, then a machine gone
+        proc = subprocess.Popen(grade_cmd(folder, course), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        _wait_for_recorded(course, n, proc)
+        time.sleep(rng.uniform(0, 1.5))
+        _interrupt(proc, how)
+        if how == signal.SIGINT and proc.returncode == 130:
+            assert "Run the same command again to continue" in proc.stderr.read()
+        book, want = gradebook(course), gradebook(reference)
+        assert book and all(book[s] == want[s] for s in book)  # whole submissions only
+        for student in book:
+            assert outputs(course, student) == outputs(reference, student)
+    final = subprocess.run(grade_cmd(folder, course), capture_output=True, text=True, timeout=300)
+    assert final.returncode == 0, final.stderr
+    assert gradebook(course) == gradebook(reference)
+    for student in EXPECTED:
+        assert outputs(course, student) == outputs(reference, student)
+    graded_lines = [h[1] for h in Journal(course, ASSIGNMENT).history() if h[3] == "graded"]
+    assert all(graded_lines.count(s) <= 1 for s in EXPECTED), graded_lines  # none graded twice
+    rows = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader((course / "grades.csv").open())}
+    assert rows == EXPECTED

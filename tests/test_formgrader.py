@@ -1,0 +1,186 @@
+"""nbgrader's formgrader, in headless Chromium, on a class graded by `autograder grade`.
+
+A real JupyterLab serves the course directory with the instructor's tools switched on the
+way `autograder instructor-mode on` does (here in a private config folder). The formgrader
+lists the submissions with our scores, shows the judge's messages, and a score changed by
+hand there ends up in `nbgrader export`. One learner's cells display HTML and JavaScript:
+neither the formgrader nor the feedback runs it.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell
+
+from autograder.classroom import grade_submissions
+from autograder.grading import new_course
+from autograder.lab import set_instructor_mode
+from helpers import SOLUTIONS, mutant
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ASSIGNMENT = "00_start_here"
+SOLUTION = SOLUTIONS / ASSIGNMENT / "start_here.ipynb"
+JVP = "return s * (g - np.sum(g * s, axis=axis, keepdims=True))"
+BIN = Path(sys.executable).parent
+PAYLOAD = ("from IPython.display import HTML, Javascript, SVG, display\n"
+           "display(HTML('<b>bold</b><script>window.pwned = 1</script><img src=x onerror=\"window.pwned = 2\">'))\n"
+           "display(Javascript('window.pwned = 3'))\n"
+           "display(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\"><script>window.pwned = 4</script></svg>'))")
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """A course with three graded submissions: honest, partial, and one that displays HTML/JS."""
+    tmp = tmp_path_factory.mktemp("formgrader")
+    folder = tmp / "class"
+    folder.mkdir()
+    (folder / "ada.ipynb").write_bytes(SOLUTION.read_bytes())
+    (folder / "bo.ipynb").write_bytes(mutant(SOLUTION, "warmup_softmax_jvp", JVP, "return s * g", tmp).read_bytes())
+    nb = nbformat.read(SOLUTION, as_version=4)
+    nb.cells += [new_code_cell(PAYLOAD), new_markdown_cell("My notes <script>window.pwned = 5</script> **done**")]
+    nbformat.write(nb, folder / "mal.ipynb")
+    root = tmp / "course"
+    root.mkdir()
+    new_course(root)
+    summary = grade_submissions(folder, ASSIGNMENT, root, jobs=2, progress=False)
+    assert len(summary.graded) == 3, summary.report()
+    return root
+
+
+def test_learner_html_is_cleaned_before_anyone_renders_it(course):
+    nb = nbformat.read(course / "autograded" / "mal" / ASSIGNMENT / "start_here.ipynb", as_version=4)
+    (notes,) = [c for c in nb.cells if c.cell_type == "markdown" and "My notes" in c.source]
+    assert "<script>" not in notes.source and "**done**" in notes.source
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    mimes = {m for o in outputs for m in o.get("data", {})}
+    assert not mimes & {"application/javascript", "image/svg+xml"}
+    html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
+    assert html and all("<script" not in h and "<img" not in h for h in html)  # shown as text
+    assert any("<b>bold</b>" in h for h in html)  # harmless HTML still shows
+    feedback = (course / "feedback" / "mal" / ASSIGNMENT / "start_here.html").read_text()
+    assert "<script>window.pwned" not in feedback and not re.search(r"<img[^>]*onerror", feedback)
+    assert "start_here (Score: 4.0 / 4.0)" in feedback  # cleaning costs no points
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def _browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"])
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextmanager
+def _instructor_lab(root: Path, config: Path):
+    """JupyterLab on the course directory, with formgrader on (as instructor-mode does)."""
+    set_instructor_mode(True, prefix=config)
+    port = _free_port()
+    proc = subprocess.Popen(
+        [str(BIN / "jupyter"), "lab", "--no-browser", "--allow-root", f"--port={port}", "--ip=127.0.0.1",
+         "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={root}",
+         "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "JUPYTER_CONFIG_DIR": str(root / ".jupyter"),
+             "JUPYTER_CONFIG_PATH": str(config / "etc" / "jupyter")})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(url + "/formgrader", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("JupyterLab with the formgrader did not start within 60 s")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def _submission_ids(course: Path) -> dict[str, str]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        return {s.student.id: s.notebooks[0].id for s in gb.assignment_submissions(ASSIGNMENT)}
+
+
+def _exported(course: Path) -> dict[str, float]:
+    out = course / "export.csv"
+    subprocess.run([str(BIN / "nbgrader"), "export", "--to", str(out)], cwd=course, check=True,
+                   capture_output=True, env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"})
+    return {r["student_id"]: float(r["score"]) for r in csv.DictReader(out.open())}
+
+
+def test_formgrader_shows_our_scores_and_messages_and_keeps_a_manual_override(course, tmp_path):
+    pytest.importorskip("playwright")
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    ids = _submission_ids(course)
+    assert _exported(course) == {"ada": 4.0, "bo": 2.0, "mal": 4.0}
+    artifacts = Path(os.environ.get("AUTOGRADER_ARTIFACTS") or tmp_path)  # screenshots kept there
+    artifacts.mkdir(parents=True, exist_ok=True)
+    with _instructor_lab(course, tmp_path / "config") as url, _browser() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        dialogs = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        try:
+            page.goto(f"{url}/formgrader/gradebook/{ASSIGNMENT}/start_here")
+            page.wait_for_function("document.querySelectorAll('tbody tr a.name-shown').length == 3",
+                                   timeout=60_000)
+            rows = page.locator("tbody tr").evaluate_all(
+                "rows => rows.map(r => [r.querySelector('a.name-shown').textContent.trim(), r.innerText])")
+            rows = dict(rows)
+            assert set(rows) == {"ada", "bo", "mal"}, rows
+            assert "2 / 4" in rows["bo"] and "4 / 4" in rows["ada"], rows
+
+            page.goto(f"{url}/formgrader/submissions/{ids['bo']}")
+            score = page.locator("input.score#grade_warmup_softmax_jvp")
+            score.wait_for(timeout=60_000)
+            body = page.locator("body").inner_text()
+            assert "warmup.softmax_jvp: 0 / 2 points" in body  # the judge's verdict, in formgrader
+            message = body.split("warmup.softmax_jvp: 0 / 2 points", 1)[1].strip().splitlines()[0]
+            assert len(message) > 20  # ... followed by the mistake's description
+            page.screenshot(path=str(artifacts / "formgrader_submission.png"), full_page=True)
+            score.fill("1.5")
+            score.press("Tab")  # formgrader saves a score when the field loses focus
+            deadline = time.monotonic() + 30
+            while _exported(course).get("bo") != 3.5:
+                assert time.monotonic() < deadline, "the manual score never reached the gradebook"
+                time.sleep(0.5)
+
+            page.goto(f"{url}/formgrader/submissions/{ids['mal']}")
+            page.locator("input.score#grade_warmup_softmax").wait_for(timeout=60_000)
+            assert page.evaluate("window.pwned") is None
+            assert "bold" in page.locator("body").inner_text()
+            # the feedback as its learner opens it
+            page.goto((course / "feedback" / "mal" / ASSIGNMENT / "start_here.html").as_uri())
+            page.wait_for_selector("text=Score", timeout=30_000)
+            assert page.evaluate("window.pwned") is None
+            assert not dialogs
+        finally:
+            page.screenshot(path=str(artifacts / "formgrader_last.png"), full_page=True)
+    assert _exported(course) == {"ada": 4.0, "bo": 3.5, "mal": 4.0}
