@@ -26,10 +26,10 @@ from queue import Queue
 
 from tqdm import tqdm
 
-from autograder.config import REPO, SOLUTIONS
+# Light imports only: the workers start before nbgrader and nbconvert are imported here.
 from autograder.gradebook_io import (Journal, course_config, place_submission, quick_alembic_head,
                                      record)
-from autograder.grading import GradingError
+from autograder.paths import REPO, SOLUTIONS
 from autograder.sandbox import isolation
 from autograder.worker import GradingProcess, Outcome, Task, job_digest
 
@@ -55,6 +55,7 @@ def find_submissions(folder: Path, assignment: str, notebook: str) -> dict[str, 
             student = rel[0]
         found.setdefault(student, []).append(nb)
     if not found:
+        from autograder.grading import GradingError
         raise GradingError(f"no notebooks found in {folder}")
     return {s: [p for p in paths if p.name == notebook] or paths for s, paths in found.items()}
 
@@ -131,15 +132,17 @@ def grade_submissions(submissions: Path, assignment: str, course_root: Path = RE
         print(note, file=sys.stderr)
     names = sorted(p.name for p in (SOLUTIONS / assignment).glob("*.ipynb"))
     if len(names) != 1:
+        from autograder.grading import GradingError
         raise GradingError(f"assignment {assignment!r} should hold one notebook, found {names}")
     name, course_root = names[0], Path(course_root).resolve()
-    journal, config = Journal(course_root, assignment), course_config(course_root)
+    journal = Journal(course_root, assignment)
     if scheduler:
         from autograder.distributed import DaskPool
         pool = DaskPool(scheduler, time_limit)
     else:  # the workers get ready while the submissions are looked at
         pool = LocalPool(jobs, time_limit, journal.log(), assignment)
     try:
+        config = course_config(course_root)
         quick_alembic_head()
         _ensure_assignment(course_root, assignment, config)
         summary, todo = _triage(Path(submissions), assignment, name, course_root, journal, config,

@@ -84,9 +84,11 @@ def cmd_instructor_mode(args) -> int:
 def cmd_grade(args) -> int:
     import os
 
-    from autograder.classroom import export_csv, grade_submissions
-    from autograder.grading import GradingError
+    from autograder.classroom import export_csv, grade_submissions  # light: the workers start first
     from autograder.sandbox import ISOLATION_ENV, SandboxUnavailable
+    from autograder.worker import skip_slow_imports
+
+    skip_slow_imports()
 
     os.environ.setdefault(ISOLATION_ENV, "auto" if args.allow_unisolated else "required")
     course = Path(args.course) if args.course else _course_here()
@@ -96,20 +98,23 @@ def cmd_grade(args) -> int:
                                     retry_failed=args.retry_failed, progress=not args.no_progress)
         print(summary.report())
         csv = export_csv(course, Path(args.csv))
-    except (GradingError, SandboxUnavailable) as err:
-        print(f"autograder: {err}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("\nautograder: interrupted; what was graded is saved. Run the same command again "
               "to continue.", file=sys.stderr)
         return 130
+    except Exception as err:
+        from autograder.grading import GradingError
+        if not isinstance(err, (GradingError, SandboxUnavailable)):
+            raise
+        print(f"autograder: {err}", file=sys.stderr)
+        return 2
     print(f"grades written to {csv}")
     return 1 if summary.failed else 0
 
 
 def _course_here() -> Path:
     """The nbgrader course directory to grade into: the working directory if it is one."""
-    from autograder.config import REPO
+    from autograder.paths import REPO
 
     return Path.cwd() if Path("nbgrader_config.py").exists() else REPO
 

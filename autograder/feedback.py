@@ -5,7 +5,8 @@ finds and compiles the feedback template again and renders every markdown cell o
 notebook again, though the course's markdown is the same in every submission. In a grading
 worker that renders hundreds of reports, ``FeedbackExporter`` (set as
 ``GenerateFeedback.exporter_class``) keeps both: one compiled template environment per
-worker and the HTML of each markdown source already rendered.
+worker, and the HTML of each markdown source and of each code cell's highlighted source
+already rendered.
 
 nbconvert then parses the whole page with BeautifulSoup to give images without one an
 ``alt`` text (and, in the lab template only, to make cells focusable); on notebook 02 that
@@ -28,6 +29,7 @@ except ImportError:  # jinja2 < 3
 
 _environments: dict[tuple, object] = {}
 _markdown: dict[tuple, str] = {}
+_highlighted: dict[tuple, str] = {}
 MARKDOWN_CACHE = 4096  # distinct markdown sources kept (a course notebook has ~100)
 IMG_WITHOUT_ALT = re.compile(r"<img(?![^>]*\salt=)", re.I)
 NO_ALT = '<img alt="No description has been provided for this image"'
@@ -65,10 +67,27 @@ class FeedbackExporter(HTMLExporter):
             return super().from_notebook_node(nb, resources, **kw)
         langinfo = nb.metadata.get("language_info", {})
         lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
-        self.register_filter("highlight_code", self.filters.get(
-            "highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)))
+        self.register_filter("highlight_code", _SharedHighlight(self.filters.get(
+            "highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)), lexer))
         resources = self._init_resources(resources)
         self.register_filter("filter_data_type", WidgetsDataTypeFilter(
             notebook_metadata=self._nb_metadata, parent=self, resources=resources))
         html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
         return IMG_WITHOUT_ALT.sub(NO_ALT, html), resources
+
+
+class _SharedHighlight:
+    """The highlighting filter, remembering what it made for each (lexer, source)."""
+
+    def __init__(self, highlight, lexer):
+        self.highlight, self.lexer = highlight, lexer
+
+    def __call__(self, source, language=None, metadata=None):
+        if metadata:  # cell-specific options: not shared
+            return self.highlight(source, language, metadata)
+        key = (self.lexer, language, source)
+        if key not in _highlighted:
+            if len(_highlighted) >= MARKDOWN_CACHE:
+                _highlighted.clear()
+            _highlighted[key] = self.highlight(source, language, metadata)
+        return _highlighted[key]

@@ -10,10 +10,11 @@ answers with an ``Outcome``: the scores and comments nbgrader saved, the autogra
 and the feedback HTML. It never touches the instructor's gradebook; the parent writes that
 (``gradebook_io.py``).
 
-The worker runs as ``python -m autograder.worker [ASSIGNMENT]`` (ready for it at once) and talks over its stdin and stdout
-(length-prefixed pickles of ``Task`` and ``Outcome``). ``GradingProcess`` is the parent's
-handle: it enforces the time limit per submission by killing the worker and everything it
-started, and starts a fresh one for the next task. A worker whose parent dies kills itself.
+The worker runs as ``python -m autograder.worker [ASSIGNMENT]`` (getting ready for that
+assignment at once) and talks over its stdin and stdout (length-prefixed pickles of
+``Task`` and ``Outcome``). ``GradingProcess`` is the parent's handle: it enforces the time
+limit per submission by killing the worker and everything it started, and starts a fresh
+one for the next task. A worker whose parent dies kills itself.
 """
 from __future__ import annotations
 
@@ -53,17 +54,18 @@ class Task:
 
 @dataclass
 class Outcome:
+    """What grading one ``Task`` gave, or why it could not be graded."""
     student: str
     digest: str
     ok: bool
     reason: str | None = None  # why it could not be graded
-    seconds: float = 0.0
+    seconds: float = 0.0       # grading this submission (the worker's start-up not counted)
     scores: dict[str, float | None] = field(default_factory=dict)    # grade id -> auto score
     comments: dict[str, str | None] = field(default_factory=dict)    # grade id -> auto comment
     autograded: str = ""       # the autograded notebook (JSON)
     feedback: str = ""         # nbgrader's HTML feedback
     notes: list[str] = field(default_factory=list)
-    worker: str = ""
+    worker: str = ""           # host:parent pid>grading process pid
 
 
 def job_digest(content: bytes, assignment: str, notebook: str) -> str:
@@ -75,11 +77,20 @@ def job_digest(content: bytes, assignment: str, notebook: str) -> str:
 
 # --- inside the worker ------------------------------------------------------------------------
 
+SCRATCH_PREFIX = "ag-worker-"  # + pid: the parent removes what a killed worker left
+
+
+def scratch_dirs(pid: int) -> list[Path]:
+    return [p for base in ("/dev/shm", tempfile.gettempdir())
+            for p in Path(base).glob(f"{SCRATCH_PREFIX}{pid}-*")]
+
 class ScratchCourse:
     """An nbgrader course directory private to this worker, with one assignment generated.
 
     It lives in memory (``/dev/shm`` where there is one): nbgrader commits its gradebook
-    once per cell, and a disk would make every commit wait for a sync.
+    once per cell, and a disk would make every commit wait for a sync. Its autograde runs
+    ``sanitize.SanitizeOutputs`` after the judge, and its feedback uses
+    ``feedback.FeedbackExporter``.
     """
 
     def __init__(self, assignment: str):
@@ -95,7 +106,8 @@ class ScratchCourse:
 
         quick_alembic_head()
         base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-        self.root = Path(tempfile.mkdtemp(prefix="ag-worker-", dir=base))
+        self.root = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=base))
+        atexit.register(shutil.rmtree, self.root, True)
         self.assignment = assignment
         self.api = new_course(self.root)
         steps = self.api.config.Autograde.autograde_preprocessors
@@ -185,6 +197,8 @@ def _watch_parent(parent: int) -> None:
     """Die, with everything started here, as soon as the parent is gone (even by SIGKILL)."""
     while os.getppid() == parent:
         time.sleep(0.5)
+    for folder in scratch_dirs(os.getpid()):
+        shutil.rmtree(folder, ignore_errors=True)
     kill_tree(os.getpid())
 
 
@@ -202,8 +216,20 @@ def kill_tree(pid: int) -> None:
             pass
 
 
+def skip_slow_imports() -> None:
+    """Keep ``rfc3987_syntax`` out of this process.
+
+    nbformat imports jsonschema, which imports ``rfc3987_syntax`` when it is installed
+    (Jupyter's own dependencies install it) and builds an IRI grammar on import: 1.6 of the
+    1.9 s that ``import nbformat`` takes here, in every process that grades or exports.
+    jsonschema goes without its "iri" format check, which no notebook schema uses.
+    """
+    sys.modules.setdefault("rfc3987_syntax", None)
+
+
 def _serve() -> None:
     """The worker's loop: read a task from stdin, answer on stdout, until stdin closes."""
+    skip_slow_imports()
     from autograder.cli import _quiet
 
     _quiet()
@@ -308,14 +334,17 @@ class GradingProcess:
         proc, self.proc = self.proc, None
         if proc is None:
             return
-        if not kill:
+        if not kill:  # idle: end of input, and it exits by itself (the parent need not wait)
             try:
                 proc.stdin.close()
-                proc.wait(timeout=10)
-            except (OSError, ValueError, subprocess.TimeoutExpired):
+                proc.stdout.close()
+            except (OSError, ValueError):
                 pass
+            return
         kill_tree(proc.pid)
         proc.wait()
+        for folder in scratch_dirs(proc.pid):
+            shutil.rmtree(folder, ignore_errors=True)
         for stream in (proc.stdin, proc.stdout):
             try:
                 stream.close()
