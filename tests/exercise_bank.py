@@ -14,3 +14,21 @@ def mistake_verdicts(exercises):
         for m in ex.mistakes:
             results = [safe_outputs(m.wrong, c) or "raised" for c in cases]
             yield ex.id, m.name, judge(ex, cases, results)
+
+
+def learner_verdict(exercise_id, sources, namespace, key=TEST_KEY):
+    """The verdict on learner code given as source text, through the path of a graded cell:
+    ``sources`` (strings, run in order, the last defining the exercise's function) are
+    executed in a copy of ``namespace``, then ``kernel.run_cases`` and ``judge``."""
+    import textwrap
+
+    from autograder.exercises import get
+    from autograder.kernel import run_cases
+
+    ex = get(exercise_id)
+    scope = dict(namespace, __name__="__main__")
+    for source in sources:
+        exec(textwrap.dedent(source), scope)
+    cases = ex.graded_cases(key)
+    results = run_cases(scope, ex.function, ex.call, cases, signature=ex.signature)
+    return judge(ex, cases, results)

@@ -7,23 +7,20 @@ one realistic bug, goes through the same path as a graded cell (``kernel.run_cas
 ``judge``).
 """
 import itertools
-import textwrap
 
 import numpy as np
 import pytest
 import torch
 
 from autograder.calls import table_model
-from autograder.exercises import encdec, get
-from autograder.judge import judge
-from autograder.kernel import run_cases
+from autograder.exercises import encdec
 from course_lib import tokenize, translation
 from course_lib.attention import mha_forward
 from course_lib.generate import greedy_decode as torch_greedy
 from course_lib.layernorm import ffn_forward, layernorm_forward
 from course_lib.positional import sinusoidal_encoding
 from course_lib.transformer import Transformer, TransformerConfig
-from exercise_bank import TEST_KEY, mistake_verdicts
+from exercise_bank import TEST_KEY, learner_verdict, mistake_verdicts
 
 KEYS = (TEST_KEY, b"another key", b"a third key")
 
@@ -288,13 +285,8 @@ RIGHT = {
 
 
 def _verdict(exercise_id, source, key=TEST_KEY):
-    ex = get(exercise_id)
-    namespace = dict(NAMESPACE, __name__="__main__")
-    exec(textwrap.dedent(RIGHT["encdec.bpe_merges"]), namespace)  # its `merge` helper too
-    exec(textwrap.dedent(source), namespace)
-    cases = ex.graded_cases(key)
-    results = run_cases(namespace, ex.function, ex.call, cases, signature=ex.signature)
-    return judge(ex, cases, results)
+    # RIGHT["encdec.bpe_merges"] first: its `merge` helper too
+    return learner_verdict(exercise_id, [RIGHT["encdec.bpe_merges"], source], NAMESPACE, key)
 
 
 @pytest.mark.parametrize("exercise_id", sorted(RIGHT))

@@ -1,20 +1,17 @@
 """The exercises of notebook 06 (GPT): references agree with course_lib, every registered
 mistake is named, and learner code, right or with one realistic bug, goes through the same
 path as a graded cell (``kernel.run_cases``, then ``judge``)."""
-import textwrap
 
 import numpy as np
 import pytest
 import torch
 
 from autograder.exercises import get, gpt
-from autograder.judge import judge
-from autograder.kernel import run_cases
 from course_lib import generate
 from course_lib import transformer as tf
 from course_lib.attention import attention_forward, causal_mask, merge_heads, mha_forward, split_heads
 from course_lib.layernorm import ffn_forward, layernorm_forward
-from exercise_bank import TEST_KEY, mistake_verdicts
+from exercise_bank import TEST_KEY, learner_verdict, mistake_verdicts
 
 KEYS = (TEST_KEY, b"another key")
 
@@ -109,13 +106,8 @@ RIGHT = {
 
 
 def _verdict(exercise_id, source, key=TEST_KEY):
-    ex = get(exercise_id)
-    namespace = dict(NAMESPACE, __name__="__main__")
-    exec(textwrap.dedent(RIGHT["gpt.block"]), namespace)  # gpt_forward calls it
-    exec(textwrap.dedent(source), namespace)
-    cases = ex.graded_cases(key)
-    results = run_cases(namespace, ex.function, ex.call, cases, signature=ex.signature)
-    return judge(ex, cases, results)
+    # RIGHT["gpt.block"] first: gpt_forward calls it
+    return learner_verdict(exercise_id, [RIGHT["gpt.block"], source], NAMESPACE, key)
 
 
 @pytest.mark.parametrize("exercise_id", sorted(RIGHT))

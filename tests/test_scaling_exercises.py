@@ -4,16 +4,13 @@ The references of ``autograder.exercises.scaling`` are ``course_lib.scaling``; e
 registered mistake is named; and learner code, right or with one realistic bug, goes through
 the same path as a graded cell (``kernel.run_cases``, then ``judge``).
 """
-import textwrap
 
 import numpy as np
 import pytest
 
 from autograder.exercises import get, scaling as registry
-from autograder.judge import judge
-from autograder.kernel import run_cases
 from course_lib import scaling
-from exercise_bank import TEST_KEY, mistake_verdicts
+from exercise_bank import TEST_KEY, learner_verdict, mistake_verdicts
 
 KEYS = (TEST_KEY, b"another key", b"a third key")
 
@@ -121,12 +118,7 @@ RIGHT = {
 
 
 def _verdict(exercise_id, source, key=TEST_KEY):
-    ex = get(exercise_id)
-    namespace = {"np": np, "__name__": "__main__"}
-    exec(textwrap.dedent(source), namespace)
-    cases = ex.graded_cases(key)
-    results = run_cases(namespace, ex.function, ex.call, cases, signature=ex.signature)
-    return judge(ex, cases, results)
+    return learner_verdict(exercise_id, [source], {"np": np}, key)
 
 
 @pytest.mark.parametrize("exercise_id", sorted(RIGHT))
