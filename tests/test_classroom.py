@@ -172,3 +172,48 @@ def test_killed_at_random_points_it_resumes_and_ends_as_the_uninterrupted_run(gr
     assert all(graded_lines.count(s) <= 1 for s in EXPECTED), graded_lines  # none graded twice
     rows = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader((course / "grades.csv").open())}
     assert rows == EXPECTED
+
+
+PROBE = '''
+import glob, os
+_places = ["/dev/shm/*", "/dev/shm/**/gradebook.db", "/tmp/ag-*", "/tmp/**/gradebook.db",
+           "{course}/gradebook.db", "{course}/.autograder/*", "{folder}/ada.ipynb",
+           "{course}/submitted/*", "{course}/autograded/*", os.path.expanduser("~") + "/*"]
+_own = os.path.dirname(os.environ.get("AUTOGRADER_CASES", "/nonexistent"))  # its own sandbox
+reached = sorted({{p for pattern in _places for p in glob.glob(pattern, recursive=True)
+                   if os.access(p, os.R_OK) and p != _own}})
+print("REACHED", reached)
+print("OWN", sorted(os.listdir(_own)) if os.path.isdir(_own) else None)
+'''
+
+
+def test_a_learner_in_a_class_reaches_no_grader_scratch_secret_gradebook_or_classmate(tmp_path):
+    """Graded by the long-lived graders of `autograder grade`: a learner's set-up-time code
+    looks for the graders' scratch courses in /dev/shm, the secret's temporary copy in /tmp,
+    the gradebook, the secret, the other submissions and the instructor's home. It reads
+    nothing but its own sandbox (its inputs, its site packages, its kernel's sockets), and
+    its classmate's score is what it is alone."""
+    import nbformat
+
+    folder, course = tmp_path / "class", tmp_path / "course"
+    folder.mkdir()
+    course.mkdir()
+    new_course(course)
+    (folder / "ada.ipynb").write_bytes(SOLUTION.read_bytes())
+    nb = nbformat.read(SOLUTION, as_version=4)
+    (solution_cell,) = [c for c in nb.cells
+                        if c.metadata.get("nbgrader", {}).get("grade_id") == "warmup_softmax"]
+    solution_cell.source = PROBE.format(course=course, folder=folder) + solution_cell.source
+    nbformat.write(nb, folder / "snoop.ipynb")
+    run = subprocess.run(grade_cmd(folder, course, "--no-progress"), capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    cells, _ = outputs(course, "snoop")
+    printed = "".join(o.get("text", "") for _, _, source, outs in cells if "REACHED" in source
+                      for o in outs or [])
+    reached, own = printed.splitlines()
+    assert reached == "REACHED []", printed
+    assert set(eval(own.removeprefix("OWN "))) <= {"site", "cases", "comm", "work"}, printed
+    scores = gradebook(course)
+    assert sum(s for s, _ in (v for v in scores["ada"].values() if isinstance(v, tuple))) == 4.0
+    assert sum(s for s, _ in (v for v in scores["snoop"].values() if isinstance(v, tuple))) == 4.0
