@@ -224,10 +224,15 @@ def _kv_cases(rng, hidden):
                          (rng.integers(3, 64), 1)]]
 
 
-def _kv_times(factor):
+def _times(reference, factor):
+    """A mistake off by a factor of the case's own numbers: reference(**case) * factor(**case)."""
     def wrong(**case):
-        return kv_cache_bytes(**case) * factor(**case)
+        return reference(**case) * factor(**case)
     return wrong
+
+
+def _kv_times(factor):
+    return _times(kv_cache_bytes, factor)
 
 
 KV_MISTAKES = (
@@ -268,9 +273,7 @@ def _time_cases(rng, hidden):
 
 
 def _days_times(factor):
-    def wrong(**case):
-        return training_days(**case) * factor(**case)
-    return wrong
+    return _times(training_days, factor)
 
 
 TIME_MISTAKES = (
