@@ -271,9 +271,12 @@ class MultiHeadAttention(nn.Module):
     """``mha_forward`` as a module with the hand-derived backward inside.
 
     Parameters W_q, W_k, W_v, W_o (d_model, d_model) are used as ``x @ W`` like the numpy
-    reference. ``forward(x_q, x_kv=None, mask=None)``: x_kv defaults to x_q
-    (self-attention). The last weights (B, n_heads, T_q, T_k) are kept in ``self.attention``
-    for plots.
+    reference. ``forward(x_q, x_kv=None, mask=None, cache=None)``: x_kv defaults to x_q
+    (self-attention). With a ``cache`` (a dict, empty at first) the keys and values of x_kv
+    are appended to those of earlier calls, under "k" and "v" (B, n_heads, T_past + T_k,
+    d_k), and the queries attend to all of them (a KV cache; ``mask`` must then cover
+    T_past + T_k keys). The last weights (B, n_heads, T_q, T_k) are kept in
+    ``self.attention`` for plots.
     """
 
     def __init__(self, d_model: int, n_heads: int):
@@ -286,11 +289,16 @@ class MultiHeadAttention(nn.Module):
             nn.Parameter(torch.randn(d_model, d_model) * std) for _ in range(4))
         self.attention = None
 
-    def forward(self, x_q, x_kv=None, mask=None):
+    def forward(self, x_q, x_kv=None, mask=None, cache: dict | None = None):
         x_kv = x_q if x_kv is None else x_kv
         q = split_heads(x_q @ self.W_q, self.n_heads)  # (B, n_heads, T_q, d_k)
         k = split_heads(x_kv @ self.W_k, self.n_heads)  # (B, n_heads, T_k, d_k)
         v = split_heads(x_kv @ self.W_v, self.n_heads)  # (B, n_heads, T_k, d_k)
+        if cache is not None:
+            if "k" in cache:
+                k = torch.cat([cache["k"], k], dim=-2)  # (B, n_heads, T_past + T_k, d_k)
+                v = torch.cat([cache["v"], v], dim=-2)
+            cache["k"], cache["v"] = k, v
         heads, self.attention = attention_torch(q, k, v, mask)  # (B, n_heads, T_q, d_k)
         return merge_heads(heads) @ self.W_o  # (B, T_q, d_model)
 

@@ -35,8 +35,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from course_lib.attention import (MultiHeadAttention, attention_torch, causal_mask, merge_heads,
-                                  mha_forward, split_heads)
+from course_lib.attention import MultiHeadAttention, causal_mask, mha_forward
 from course_lib.layernorm import FeedForward, LayerNorm, ffn_forward, layernorm_forward
 from course_lib.positional import sinusoidal_encoding_torch
 from course_lib.tokenize import PAD
@@ -328,19 +327,10 @@ class GPTBlock(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x, cache: dict | None = None):
-        h = self.norm1(x)
-        a = self.attn
-        q = split_heads(h @ a.W_q, a.n_heads)  # (B, n_heads, T_new, d_k)
-        k = split_heads(h @ a.W_k, a.n_heads)  # (B, n_heads, T_new, d_k)
-        v = split_heads(h @ a.W_v, a.n_heads)
-        if cache is not None:
-            if "k" in cache:
-                k = torch.cat([cache["k"], k], dim=-2)  # (B, n_heads, T_past + T_new, d_k)
-                v = torch.cat([cache["v"], v], dim=-2)
-            cache["k"], cache["v"] = k, v
-        mask = torch.from_numpy(causal_mask(q.shape[-2], k.shape[-2])).to(x.device)
-        heads, a.attention = attention_torch(q, k, v, mask)  # (B, n_heads, T_new, d_k)
-        x = x + self.drop(merge_heads(heads) @ a.W_o)
+        T_new = x.shape[-2]
+        T_past = cache["k"].shape[-2] if cache and "k" in cache else 0
+        mask = torch.from_numpy(causal_mask(T_new, T_past + T_new)).to(x.device)
+        x = x + self.drop(self.attn(self.norm1(x), mask=mask, cache=cache))
         return x + self.drop(self.ffn(self.norm2(x)))
 
 

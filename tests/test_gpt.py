@@ -5,6 +5,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
+from course_lib import attention
 from course_lib import generate as gen
 from course_lib import layernorm
 from course_lib import transformer as tf
@@ -68,9 +69,7 @@ def test_gradients_of_the_whole_model_equal_plain_autograd(monkeypatch):
     _, loss = model(idx, targets)
     loss.backward()
     ours = {name: p.grad.clone() for name, p in model.named_parameters()}
-    monkeypatch.setattr(tf, "attention_torch", tf.attention_autograd_torch
-                        if hasattr(tf, "attention_autograd_torch") else
-                        __import__("course_lib.attention", fromlist=["x"]).attention_autograd_torch)
+    monkeypatch.setattr(attention, "attention_torch", attention.attention_autograd_torch)
     monkeypatch.setattr(layernorm, "layer_norm_torch",
                         lambda x, g, b, eps=layernorm.EPS: F.layer_norm(x, g.shape, g, b, eps))
     model.zero_grad()
