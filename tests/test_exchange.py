@@ -33,19 +33,11 @@ BIN = Path(sys.executable).parent
 LEARNERS = {"agx-ada": 4.0, "agx-bo": 2.0, "agx-cy": 0.0}  # honest, partial, blank
 
 
-def _others_can_run(path: Path) -> bool:
-    """Whether another Unix user can reach ``path``: every folder above it is world-searchable
-    (a checkout under a 0700 folder, as mktemp makes, is not)."""
-    return all(p.stat().st_mode & stat.S_IXOTH for p in path.absolute().parents)
-
-
 # nbgrader names a learner by their Unix user, so three learners need three users: we must be
-# root, and the users must be able to run the course's Python and read its files
-AS_USERS = bool(os.geteuid() == 0 and shutil.which("useradd") and shutil.which("bwrap")
-                and _others_can_run(Path(sys.executable)) and _others_can_run(SOLUTION))
+# root (bubblewrap shows them the course's Python where a folder above it is closed to them)
+AS_USERS = bool(os.geteuid() == 0 and shutil.which("useradd") and shutil.which("bwrap"))
 pytestmark = pytest.mark.skipif(
-    not AS_USERS, reason="needs root, useradd, bwrap and a checkout other users can enter "
-    "(no folder above it of mode 0700): nbgrader tells learners apart by their Unix user")
+    not AS_USERS, reason="needs root, useradd and bwrap: nbgrader tells learners apart by their Unix user")
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +60,26 @@ def site():
 
 
 def _hidden_ancestor(path: Path) -> Path | None:
-    """The outermost folder above ``path`` that other users cannot enter (/root), if any."""
+    """The outermost folder above ``path`` that other users cannot enter (/root, or the 0700
+    folder mktemp makes around a CI checkout), if any."""
     return next((p for p in reversed(path.parents) if not p.stat().st_mode & stat.S_IXOTH), None)
+
+
+def _shown_to_learners() -> list[str]:
+    """bubblewrap arguments that let a learner's uid run the course's Python: each folder closed
+    to them above the Python installation, the virtual environment or the checkout (its
+    editable install) becomes an empty tmpfs with just those trees bound back, read-only."""
+    needed = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), SOLUTIONS.parent.resolve()}
+    needed = {p for p in needed if not any(q in p.parents for q in needed)}  # outermost only
+    hidden = {p: _hidden_ancestor(p) for p in needed}
+    if not any(hidden.values()):
+        return []
+    args = ["bwrap", "--dev-bind", "/", "/"]
+    for folder in sorted({h for h in hidden.values() if h}):
+        args += ["--perms", "0755", "--tmpfs", str(folder)]
+    for path in sorted(p for p, h in hidden.items() if h):
+        args += ["--ro-bind", str(path), str(path)]
+    return [*args, "--"]
 
 
 def as_learner(name: str, home: Path, *args: str, exchange: Path) -> subprocess.CompletedProcess:
@@ -77,12 +87,8 @@ def as_learner(name: str, home: Path, *args: str, exchange: Path) -> subprocess.
     cmd = [str(BIN / "nbgrader"), *args, f"--course={COURSE_ID}", f"--Exchange.root={exchange}"]
     if AS_USERS:
         user = pwd.getpwnam(name)
-        cmd = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups", "--", *cmd]
-        python = Path(sys.base_prefix).resolve()
-        hidden = _hidden_ancestor(python)
-        if hidden:  # the Python installation lives in root's home: show learners that, read-only
-            cmd = ["bwrap", "--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", str(hidden),
-                   "--ro-bind", str(python), str(python), "--", *cmd]
+        cmd = [*_shown_to_learners(), "setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
+               "--init-groups", "--", *cmd]
     env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
     proc = subprocess.run(cmd, cwd=home, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"{name}: nbgrader {args[0]} failed:\n{proc.stderr[-3000:]}"
