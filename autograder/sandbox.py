@@ -120,7 +120,7 @@ class Sandbox:
 
     def __init__(self, forbidden=(), isolate: bool = True, limits: Limits = Limits()):
         self.isolate, self.limits = isolate, limits
-        self.root = Path(tempfile.mkdtemp(prefix="ag-", dir="/tmp"))
+        self.root = private_dir(SANDBOX_PREFIX, "/tmp")
         self.site, self.cases, self.comm = self.root / "site", self.root / "cases", self.root / "comm"
         self.work = self.root / "work"  # the kernel's scratch when it runs without isolation
         self.uid = 60000 + os.getpid() % 5000 if os.geteuid() == 0 else os.geteuid()
@@ -233,6 +233,31 @@ class Sandbox:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+SANDBOX_PREFIX = "ag-sandbox-"  # + the pid of the process that made it
+
+
+def private_dir(prefix: str, base: str | None = None) -> Path:
+    """A new folder ``base/prefix<pid>-XXXX`` (mode 0700), after removing any such folder whose
+    process is gone: a grader killed outright (SIGKILL, a power cut) cannot clean up after
+    itself, so the next one does. ``base`` None is the system's temporary folder."""
+    base = Path(base or tempfile.gettempdir())
+    for old in base.glob(f"{prefix}*"):
+        pid = old.name[len(prefix):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=base))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 def _bind(how: str, path: Path) -> list[str]:

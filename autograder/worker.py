@@ -38,6 +38,7 @@ from pathlib import Path
 import psutil
 
 from autograder.paths import SOLUTIONS
+from autograder.sandbox import SANDBOX_PREFIX, private_dir
 
 
 @dataclass
@@ -81,8 +82,11 @@ SCRATCH_PREFIX = "ag-worker-"  # + pid: the parent removes what a killed worker 
 
 
 def scratch_dirs(pid: int) -> list[Path]:
-    return [p for base in ("/dev/shm", tempfile.gettempdir())
-            for p in Path(base).glob(f"{SCRATCH_PREFIX}{pid}-*")]
+    """The folders a worker ``pid`` made: its scratch course and the sandboxes of its kernels."""
+    return [p for base, prefix in (("/dev/shm", SCRATCH_PREFIX), (tempfile.gettempdir(), SCRATCH_PREFIX),
+                                   ("/tmp", SANDBOX_PREFIX))
+            for p in Path(base).glob(f"{prefix}{pid}-*")]
+
 
 class ScratchCourse:
     """An nbgrader course directory private to this worker, with one assignment generated.
@@ -105,8 +109,7 @@ class ScratchCourse:
         from autograder.grading import _run, new_course
 
         quick_alembic_head()
-        base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-        self.root = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=base))
+        self.root = private_dir(SCRATCH_PREFIX, "/dev/shm" if os.access("/dev/shm", os.W_OK) else None)
         atexit.register(shutil.rmtree, self.root, True)
         self.assignment = assignment
         self.api = new_course(self.root)

@@ -8,7 +8,9 @@ time limit.
 from __future__ import annotations
 
 import csv
+import glob
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -172,6 +174,10 @@ def test_killed_at_random_points_it_resumes_and_ends_as_the_uninterrupted_run(gr
     assert all(graded_lines.count(s) <= 1 for s in EXPECTED), graded_lines  # none graded twice
     rows = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader((course / "grades.csv").open())}
     assert rows == EXPECTED
+    made_by = (re.fullmatch(r"ag-(?:worker|sandbox)-(\d+)-.*", Path(p).name)
+               for p in glob.glob("/dev/shm/ag-worker-*") + glob.glob("/tmp/ag-sandbox-*"))
+    orphans = [m.string for m in made_by if m and not psutil.pid_exists(int(m.group(1)))]
+    assert not orphans, f"scratch left behind by killed graders: {orphans}"
 
 
 PROBE = '''

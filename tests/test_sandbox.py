@@ -1,0 +1,27 @@
+"""autograder.sandbox's private folders: what a grader killed outright leaves, the next removes."""
+import os
+import subprocess
+import sys
+
+from autograder.sandbox import private_dir
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_private_dir_removes_folders_of_dead_processes_only(tmp_path):
+    dead, alive = _dead_pid(), os.getpid()
+    left = tmp_path / f"ag-x-{dead}-abc"
+    left.mkdir()
+    (left / "gradebook.db").write_text("stale")
+    kept = [tmp_path / f"ag-x-{alive}-def", tmp_path / "ag-x-oldstyle", tmp_path / f"other-{dead}-x"]
+    for folder in kept:
+        folder.mkdir()
+    new = private_dir("ag-x-", str(tmp_path))
+    assert not left.exists()
+    assert all(folder.is_dir() for folder in kept)
+    assert new.name.startswith(f"ag-x-{alive}-") and new.parent == tmp_path
+    assert oct(new.stat().st_mode & 0o777) == "0o700"
