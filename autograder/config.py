@@ -19,6 +19,7 @@ from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Igno
 
 from autograder.execute import SandboxedExecute
 from autograder.nbgrader_plugin import JudgeOutputs
+from autograder.sanitize import SanitizeOutputs
 
 from autograder.paths import HEADER, REPO, RELEASE, SOLUTIONS  # noqa: F401  (used by other modules)
 
@@ -40,7 +41,8 @@ def configure(c, root: Path = REPO) -> None:
     c.IncludeHeaderFooter.header = str(HEADER)
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     # nbgrader's Execute is replaced by the sandboxed one (execute.py), and the verdict is
-    # computed right after it, before nbgrader saves the grades.
+    # computed right after it, before nbgrader saves the grades; then nothing the learner made
+    # may run where the formgrader or the feedback shows it (sanitize.py).
     c.Autograde.autograde_preprocessors = [
-        SandboxedExecute, JudgeOutputs, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
-        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+        SandboxedExecute, JudgeOutputs, SanitizeOutputs, IgnorePattern, ClearMetadataPreprocessor,
+        LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]

@@ -92,8 +92,7 @@ class ScratchCourse:
     """An nbgrader course directory private to this worker, with one assignment generated.
 
     It lives in memory (``/dev/shm`` where there is one): nbgrader commits its gradebook
-    once per cell, and a disk would make every commit wait for a sync. Its autograde runs
-    ``sanitize.SanitizeOutputs`` after the judge, and its feedback uses
+    once per cell, and a disk would make every commit wait for a sync. Its feedback uses
     ``feedback.FeedbackExporter``.
     """
 
@@ -103,9 +102,7 @@ class ScratchCourse:
         from autograder.exercises import get
         from autograder.feedback import FeedbackExporter
         from autograder.gradebook_io import quick_alembic_head
-        from autograder.nbgrader_plugin import JudgeOutputs
         from autograder.plan import recorded_exercise
-        from autograder.sanitize import SanitizeOutputs
         from autograder.grading import _run, new_course
 
         quick_alembic_head()
@@ -113,9 +110,6 @@ class ScratchCourse:
         atexit.register(shutil.rmtree, self.root, True)
         self.assignment = assignment
         self.api = new_course(self.root)
-        steps = self.api.config.Autograde.autograde_preprocessors
-        if SanitizeOutputs not in steps:  # learner-made HTML must not run in formgrader or feedback
-            steps.insert(steps.index(JudgeOutputs) + 1, SanitizeOutputs)
         self.api.config.GenerateFeedback.exporter_class = FeedbackExporter  # shares the template
         _run(self.api.generate_assignment(assignment), "generate_assignment")
         self.blank_gradebook = (self.root / "gradebook.db").read_bytes()

@@ -74,6 +74,30 @@ def test_learner_html_is_cleaned_before_anyone_renders_it(course):
     assert "start_here (Score: 4.0 / 4.0)" in feedback  # cleaning costs no points
 
 
+def test_plain_nbgrader_autograde_cleans_learner_html_too(tmp_path):
+    """The course's nbgrader configuration sanitises, not only ``autograder grade``: an
+    instructor who runs ``nbgrader autograde`` in the course directory gets the same."""
+    root = tmp_path / "course"
+    root.mkdir()
+    new_course(root)
+    mine = root / "submitted" / "mal" / ASSIGNMENT
+    mine.mkdir(parents=True)
+    nb = nbformat.read(SOLUTION, as_version=4)
+    nb.cells += [new_code_cell(PAYLOAD)]
+    nbformat.write(nb, mine / "start_here.ipynb")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run([str(BIN / "nbgrader"), "generate_assignment", ASSIGNMENT], cwd=root, env=env,
+                   check=True, capture_output=True, timeout=300)
+    done = subprocess.run([str(BIN / "nbgrader"), "autograde", ASSIGNMENT], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    graded = nbformat.read(root / "autograded" / "mal" / ASSIGNMENT / "start_here.ipynb", as_version=4)
+    outputs = [o for c in graded.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not {m for o in outputs for m in o.get("data", {})} & {"application/javascript", "image/svg+xml"}
+    html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
+    assert html and all("<script" not in h for h in html)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
