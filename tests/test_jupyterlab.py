@@ -90,6 +90,14 @@ def _kernel_is_idle(lab):
     return any(s["kernel"]["execution_state"] == "idle" for s in sessions)
 
 
+def _shut_down_kernels(lab):
+    with urllib.request.urlopen(lab + "/api/kernels", timeout=5) as reply:
+        kernels = json.load(reply)
+    for kernel in kernels:
+        urllib.request.urlopen(urllib.request.Request(f"{lab}/api/kernels/{kernel['id']}", method="DELETE"),
+                               timeout=30)
+
+
 def _run_all_cells(page, lab):
     """Run > Run All Cells, again if the page dropped it (pressed before the kernel connected).
 
@@ -308,6 +316,21 @@ def test_attention_explorer_in_jupyterlab_and_offline(lab_02, artifacts):
             assert len(shown) == 2 and all({"image/png", "text/html"} <= set(d) for d in shown)
         finally:
             page.screenshot(path=str(artifacts / "lab.png"))
+        # reopened another day: a new kernel, no explorer in Python; Lab draws both from the
+        # widget state it saved in the notebook
+        page.close()
+        _shut_down_kernels(url)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{url}/lab/tree/attention.ipynb")
+        try:
+            page.wait_for_function("() => document.querySelectorAll('.ax-root[data-draws]').length >= 2",
+                                   timeout=120_000)
+            assert "model not found" not in page.content()
+            gpt = Explorer(page, page.locator(".ax-root").nth(1))  # as it was left, and alive
+            assert [gpt.data(k) for k in ("view", "layer", "head", "query")] == ["qk", "0", "2", "30"]
+            gpt.changes(gpt.select("head", 1), head=1)
+        finally:
+            page.screenshot(path=str(artifacts / "lab-reopened.png"))
         # the page the GPT cell saved, and nbconvert's HTML of the notebook Lab saved
         assert _offline_page(browser, root / "gpt_explorer.html", artifacts, "saved-page") == 1
         jupyter = Path(sys.executable).with_name("jupyter")

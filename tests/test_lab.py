@@ -54,3 +54,17 @@ def test_learner_by_default_instructor_on_demand(tmp_path):
 
     set_instructor_mode(False, tmp_path)
     assert _enabled(tmp_path)[1] == set(INSTRUCTOR_LAB_PLUGINS) and not instructor_mode(tmp_path)
+
+
+def test_saved_widgets_reopen_and_exports_stay_offline():
+    """Lab saves widget state into the notebook (a reopened explorer draws again); nbconvert,
+    from the command line and from Lab's export, prefers an output's own HTML to the widget
+    view, whose page would load the widget manager from a CDN."""
+    etc = Path(sys.prefix) / "etc" / "jupyter"
+    lab = ConfigManager(read_config_path=[str(etc / "labconfig")]).get("default_setting_overrides")
+    assert lab["@jupyter-widgets/jupyterlab-manager:plugin"]["saveState"] is True
+    cli = json.loads((etc / "jupyter_nbconvert_config.json").read_text())["NbConvertBase"]
+    server = json.loads(LEARNER[SERVER_CONFIG_D].read_text())["NbConvertBase"]
+    assert cli == server
+    order = cli["display_data_priority"]
+    assert order.index("text/html") < order.index("application/vnd.jupyter.widget-view+json")
