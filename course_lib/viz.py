@@ -63,15 +63,16 @@ def plot_heads(A, query_tokens, key_tokens, title=None, mask=None):
 
 def attention_explorer(examples, masks=None):
     """The attention explorer (``course_lib.explorer``) over ``examples``: {name: (A (n_heads,
-    T_q, T_k), query_tokens, key_tokens)}, one layer each. ``masks``: optional {name: boolean
-    (T_q, T_k)}, drawn grey. Returns the widget; for a course model with every layer, and its
-    queries and keys, use ``course_lib.explorer.explore``.
+    T_q, T_k), query_tokens, key_tokens, Q (n_heads, T_q, d_k), K (n_heads, T_k, d_k))}, one
+    layer each (Q and K, for the query-key view, may be left out). ``masks``: optional {name:
+    boolean (T_q, T_k)}, drawn grey. Returns the widget; for a course model with every layer,
+    use ``course_lib.explorer.explore``.
     """
     from course_lib.explorer import explore
 
-    return explore({name: A for name, (A, _, _) in examples.items()},
-                   tokens={name: (q_tokens, k_tokens) for name, (_, q_tokens, k_tokens) in examples.items()},
-                   masks=masks or {})
+    field = lambda i: {name: ex[i] for name, ex in examples.items() if len(ex) > i}  # noqa: E731
+    return explore(field(0), tokens={name: ex[1:3] for name, ex in examples.items()},
+                   q=field(3), k=field(4), masks=masks or {})
 
 
 # ----------------------------------------------------------------------------- a toy example
@@ -96,7 +97,8 @@ def toy_attention_examples(sharpness=4.0):
 
     Head 0 matches meanings (a word finds the same word, or its translation); head 1 looks
     at positions (the previous token in self-attention, the same position in
-    cross-attention). Returns {name: (A (2, T_q, T_k), query_tokens, key_tokens)}.
+    cross-attention). Returns {name: (A (2, T_q, T_k), query_tokens, key_tokens, Q (2, T_q, 8),
+    K (2, T_k, 8))}: the weights, the tokens, and each head's queries and keys.
     """
     beta = sharpness * np.sqrt(_HALF)  # a match scores beta / sqrt(d_k) = sharpness
     identity, previous = np.eye(_HALF), np.eye(_HALF, k=-1)  # e_t @ previous = e_{t-1}
@@ -106,13 +108,18 @@ def toy_attention_examples(sharpness=4.0):
         W_q = beta * np.block([[identity, np.zeros_like(identity)],
                                [np.zeros_like(identity), position_map]])
         _, cache = mha_forward(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads=2, mask=mask)
-        return cache.attention.A[0]  # (2, T_q, T_k)
+        heads = cache.attention
+        return heads.A[0], heads.Q[0], heads.K[0]  # (2, T_q, T_k), (2, T_q, 8), (2, T_k, 8)
 
     en, de = _embed(ENGLISH), _embed(GERMAN)
+    def example(x_q, x_kv, position_map, query_tokens, key_tokens, mask=None):
+        A, Q, K = weights(x_q, x_kv, position_map, mask)
+        return A, query_tokens, key_tokens, Q, K
+
     return {
-        "self": (weights(en, en, previous), ENGLISH, ENGLISH),
-        "causal": (weights(en, en, previous, causal_mask(len(ENGLISH))), ENGLISH, ENGLISH),
-        "cross": (weights(de, en, identity), GERMAN, ENGLISH),
+        "self": example(en, en, previous, ENGLISH, ENGLISH),
+        "causal": example(en, en, previous, ENGLISH, ENGLISH, causal_mask(len(ENGLISH))),
+        "cross": example(de, en, identity, GERMAN, ENGLISH),
     }
 
 

@@ -90,6 +90,10 @@ def _kernel_is_idle(lab):
     return any(s["kernel"]["execution_state"] == "idle" for s in sessions)
 
 
+# JupyterLab shows a cell's exception as stderr text (not as the error's own mime type)
+STDERR = '.jp-RenderedText[data-mime-type="application/vnd.jupyter.stderr"]'
+
+
 def _shut_down_kernels(lab):
     with urllib.request.urlopen(lab + "/api/kernels", timeout=5) as reply:
         kernels = json.load(reply)
@@ -225,8 +229,10 @@ def _explore_toy(ex, shots, name):
     ex.changes(ex.button("model view"), view="model")
     ex.root.screenshot(path=str(shots / f"{name}-model-view.png"))
     ex.changes(ex.click_tile(0, 0), view="head", layer=0, head=0)
-    ex.changes(ex.button("query–key view"), view="qk")  # these examples keep no q, k: it says so
-    assert "no queries and keys" in ex.root.locator(".ax-note").inner_text()
+    ex.changes(ex.button("query–key view"), view="qk")  # the hand-set heads' own q and k
+    ex.changes(ex.select("query", 2), query=2)
+    assert "no queries and keys" not in ex.root.inner_text()
+    ex.root.screenshot(path=str(shots / f"{name}-query-key-view.png"))
 
 
 def _explore_gpt(ex, shots, name):
@@ -284,9 +290,9 @@ def test_attention_explorer_in_jupyterlab_and_offline(lab_02, artifacts):
             _run_all_cells(page, url)
             page.wait_for_function(  # both explorers drawn, or a cell failed
                 "() => document.querySelectorAll('.ax-root[data-draws]').length >= 2"
-                " || document.querySelector('[data-mime-type=\"application/vnd.jupyter.error\"]')",
+                f" || [...document.querySelectorAll('{STDERR}')].some(e => e.textContent.includes('Traceback'))",
                 timeout=300_000)
-            errors = page.locator('.jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]')
+            errors = page.locator(STDERR, has_text="Traceback")
             assert errors.count() == 0, errors.first.inner_text()
             roots = page.locator(".ax-root")
             assert roots.count() == 2
@@ -329,6 +335,7 @@ def test_attention_explorer_in_jupyterlab_and_offline(lab_02, artifacts):
             gpt = Explorer(page, page.locator(".ax-root").nth(1))  # as it was left, and alive
             assert [gpt.data(k) for k in ("view", "layer", "head", "query")] == ["qk", "0", "2", "30"]
             gpt.changes(gpt.select("head", 1), head=1)
+            gpt.root.screenshot(path=str(artifacts / "lab-reopened-gpt.png"))
         finally:
             page.screenshot(path=str(artifacts / "lab-reopened.png"))
         # the page the GPT cell saved, and nbconvert's HTML of the notebook Lab saved

@@ -14,21 +14,21 @@ from course_lib.attention import causal_mask  # noqa: E402
 def test_toy_examples_show_the_advertised_heads():
     examples = viz.toy_attention_examples()
     assert set(examples) == {"self", "causal", "cross"}
-    for A, q_tokens, k_tokens in examples.values():
+    for A, q_tokens, k_tokens, *_ in examples.values():
         assert A.shape == (2, len(q_tokens), len(k_tokens))
         assert np.allclose(A.sum(-1), 1.0)
-    A_self, words, _ = examples["self"]
+    A_self, words, *_ = examples["self"]
     assert A_self[1, 3].argmax() == 2  # head 1: the previous token
     assert np.allclose(A_self[0, 0, [0, 4]].sum(), A_self[0, 0].max() * 2)  # "the" finds both "the"s
     A_causal = examples["causal"][0]
     assert np.allclose(np.triu(A_causal, 1), 0.0) and A_causal[0, 0, 0] == 1.0
-    A_cross, german, english = examples["cross"]
+    A_cross, german, english, *_ = examples["cross"]
     assert german.index("der") == 4 and A_cross[1, 4].argmax() == 4  # head 1: same position
     assert {english[j] for j in np.argsort(A_cross[0, 4])[-2:]} == {"the"}  # head 0: meaning
 
 
 def test_plots_draw_without_error():
-    A, q, k = viz.toy_attention_examples()["cross"]
+    A, q, k, *_ = viz.toy_attention_examples()["cross"]
     fig = viz.plot_heads(A, q, k, title="cross")
     assert len(fig.axes) == 3  # two heads and their colour bar
     im = viz.plot_attention(A[0], q, k, highlight=2)
@@ -46,7 +46,7 @@ def test_explorer_keeps_head_and_query_in_range_for_each_example():
     assert ex.head == 0 and ex.query <= 2
 
 def test_heatmaps_have_a_colour_bar_and_draw_masked_cells_apart():
-    A, q, k = viz.toy_attention_examples()["causal"]
+    A, q, k, *_ = viz.toy_attention_examples()["causal"]
     mask = causal_mask(len(q))
     fig, ax = plt.subplots()
     im = viz.plot_attention(A[0], q, k, ax, mask=mask)
@@ -68,7 +68,7 @@ def test_heatmaps_have_a_colour_bar_and_draw_masked_cells_apart():
 
 
 def test_plot_heads_has_one_shared_colour_bar():
-    A, q, k = viz.toy_attention_examples()["cross"]
+    A, q, k, *_ = viz.toy_attention_examples()["cross"]
     fig = viz.plot_heads(A, q, k, mask=np.ones((len(q), len(k)), bool))
     bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
     assert len(bars) == 1 and len(fig.axes) == 3
@@ -79,7 +79,7 @@ def test_explorer_bar_chart_has_axis_labels_and_shows_masks():
     examples = viz.toy_attention_examples()
     box = viz.attention_explorer(examples, masks={"causal": causal_mask(6)})
     assert box is not None  # drawing happens in the Output widget; check the figure directly:
-    A, q, k = examples["causal"]
+    A, q, k, *_ = examples["causal"]
     fig, ax = plt.subplots()
     im = viz.plot_attention(A[0], q, k, ax, mask=causal_mask(6), colorbar=False)
     assert im.colorbar is None and np.ma.getmaskarray(im.get_array()).sum() == 15
@@ -148,3 +148,15 @@ def test_live_plot_redraws_one_figure_in_place():
         assert acc_ax.get_ylabel() == "accuracy"
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_toy_examples_carry_the_queries_and_keys_behind_their_weights():
+    """The query-key view of notebook 02's hand-set heads rebuilds exactly their weights."""
+    from course_lib.explorer.static import query_key
+
+    ex = viz.attention_explorer(viz.toy_attention_examples(), masks={"causal": causal_mask(6)})
+    for kind, m in ex.maps.items():
+        for head in range(2):
+            for query in range(6):
+                _, _, weights = query_key(m, 0, head, query)
+                np.testing.assert_allclose(weights, m.weights[0, head, query], atol=1e-6, err_msg=kind)
