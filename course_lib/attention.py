@@ -271,25 +271,31 @@ class MultiHeadAttention(nn.Module):
     """``mha_forward`` as a module with the hand-derived backward inside.
 
     Parameters W_q, W_k, W_v, W_o (d_model, d_model) are used as ``x @ W`` like the numpy
-    reference. ``forward(x_q, x_kv=None, mask=None, cache=None)``: x_kv defaults to x_q
-    (self-attention). With a ``cache`` (a dict, empty at first) the keys and values of x_kv
-    are appended to those of earlier calls, under "k" and "v" (B, n_heads, T_past + T_k,
-    d_k), and the queries attend to all of them (a KV cache; ``mask`` must then cover
-    T_past + T_k keys). The last weights (B, n_heads, T_q, T_k) are kept in
-    ``self.attention`` for plots.
+    reference. ``forward(x_q, x_kv=None, mask=None, cache=None, causal=False)``: x_kv
+    defaults to x_q (self-attention); ``causal`` hides every key in a query's future
+    (``causal_mask``'s alignment), on top of ``mask``. With a ``cache`` (a dict, empty at
+    first) the keys and values of x_kv are appended to those of earlier calls, under "k" and
+    "v" (B, n_heads, T_past + T_k, d_k), and the queries attend to all of them (a KV cache;
+    ``mask`` must then cover T_past + T_k keys).
+
+    ``flash`` picks the path. False (the default): the textbook ``attention_torch``, which
+    keeps the last weights (B, n_heads, T_q, T_k) in ``self.attention`` for plots. True:
+    ``course_lib.flash.flash_attention`` (notebook 07), the same numbers and gradients
+    without ever forming T_q x T_k weights, so ``self.attention`` stays None and
+    ``weights()`` refuses.
     """
 
-    def __init__(self, d_model: int, n_heads: int):
+    def __init__(self, d_model: int, n_heads: int, flash: bool = False):
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
-        self.n_heads = n_heads
+        self.n_heads, self.flash = n_heads, flash
         std = d_model ** -0.5
         self.W_q, self.W_k, self.W_v, self.W_o = (
             nn.Parameter(torch.randn(d_model, d_model) * std) for _ in range(4))
         self.attention = None
 
-    def forward(self, x_q, x_kv=None, mask=None, cache: dict | None = None):
+    def forward(self, x_q, x_kv=None, mask=None, cache: dict | None = None, causal=False):
         x_kv = x_q if x_kv is None else x_kv
         q = split_heads(x_q @ self.W_q, self.n_heads)  # (B, n_heads, T_q, d_k)
         k = split_heads(x_kv @ self.W_k, self.n_heads)  # (B, n_heads, T_k, d_k)
@@ -299,8 +305,24 @@ class MultiHeadAttention(nn.Module):
                 k = torch.cat([cache["k"], k], dim=-2)  # (B, n_heads, T_past + T_k, d_k)
                 v = torch.cat([cache["v"], v], dim=-2)
             cache["k"], cache["v"] = k, v
-        heads, self.attention = attention_torch(q, k, v, mask)  # (B, n_heads, T_q, d_k)
+        if self.flash:
+            from course_lib.flash import flash_attention  # imported here: it builds on this module
+
+            heads, self.attention = flash_attention(q, k, v, causal, mask), None
+        else:
+            if causal:
+                visible = torch.from_numpy(causal_mask(q.shape[-2], k.shape[-2])).to(q.device)
+                mask = visible if mask is None else mask & visible
+            heads, self.attention = attention_torch(q, k, v, mask)  # (B, n_heads, T_q, d_k)
         return merge_heads(heads) @ self.W_o  # (B, T_q, d_model)
+
+    def weights(self):
+        """The weights (B, n_heads, T_q, T_k) of the last forward pass (None before one)."""
+        if self.flash:
+            raise RuntimeError("this attention runs with flash=True, which never forms the "
+                               "weights: set flash=False in the model's config (or on this "
+                               "layer) and run the model again to look at them")
+        return self.attention
 
 
 def backward_timings(seq_lens, batch_heads=8, d_k=64, repeats=5, device="cpu",

@@ -8,6 +8,7 @@ One function per diagram, each returning its ``Figure``:
     residual_blocks         Post-LN and Pre-LN side by side
     encoder_decoder         the 2017 Transformer: encoder stack, decoder, cross-attention
     gpt                     the decoder-only stack of GPT
+    flash_tiles             the tiles of FlashAttention: visited, masked on the diagonal, skipped
 
 Course notation: row form (a sequence is a matrix whose rows are tokens), B batch, T tokens,
 d_model, h = n_heads, d_k = d_v = d_model / h, vocab_size. Every diagram is drawn on a grid of
@@ -456,4 +457,69 @@ def gpt():
             ha="center", va="bottom", fontsize=9)
     ax.text(0.2, 13.0, "GPT: a decoder-only Transformer\n(no encoder, no cross-attention)",
             fontsize=10.5, fontweight="bold", va="top")
+    return fig
+
+
+# ----------------------------------------------------------------------------- FlashAttention
+TILE_COLORS = {"full": "#9cc3e6", "diagonal": "#fbd9b0", "skipped": "#eeeeee"}
+
+
+def _tile_kinds(T_q, T_k, block_q, block_k, causal=True):
+    """(n_q_blocks, n_k_blocks) array of "full", "diagonal" or "skipped": what the tiled pass
+    does with each tile of S. Causal alignment is ``causal_mask(T_q, T_k)``'s."""
+    visible = causal_mask(T_q, T_k) if causal else np.ones((T_q, T_k), dtype=bool)
+    kinds = np.empty((-(-T_q // block_q), -(-T_k // block_k)), dtype=object)
+    for i in range(kinds.shape[0]):
+        for j in range(kinds.shape[1]):
+            tile = visible[i * block_q:(i + 1) * block_q, j * block_k:(j + 1) * block_k]
+            kinds[i, j] = "full" if tile.all() else "diagonal" if tile.any() else "skipped"
+    return kinds
+
+
+def flash_tiles(T_q=12, T_k=12, block_q=4, block_k=4, causal=True):
+    """The scores S (T_q, T_k) cut into tiles of block_q queries x block_k keys, coloured by
+    what FlashAttention does with each (``_tile_kinds``), with the order of the visits.
+
+    Only one tile of scores exists at a time; per query block the pass keeps the running
+    maximum m, the normaliser l (block_q,) and the running output (block_q, d_v).
+    """
+    kinds = _tile_kinds(T_q, T_k, block_q, block_k, causal)
+    visible = causal_mask(T_q, T_k) if causal else np.ones((T_q, T_k), dtype=bool)
+    c = 0.45
+    fig, ax = _canvas(max(T_k * c + 11.5, 16.0), max(T_q * c, 4.6) + 3.6)
+    x0, y0 = 1.6, max(T_q * c, 4.6) + 2.4  # top-left corner of S
+    step = 0
+    for i in range(kinds.shape[0]):
+        for j in range(kinds.shape[1]):
+            rows = min(block_q, T_q - i * block_q)
+            cols = min(block_k, T_k - j * block_k)
+            left, top = x0 + j * block_k * c, y0 - i * block_q * c
+            ax.add_patch(Rectangle((left, top - rows * c), cols * c, rows * c,
+                                   facecolor=TILE_COLORS[kinds[i, j]], edgecolor="black",
+                                   linewidth=1.4))
+            if kinds[i, j] != "skipped":
+                step += 1
+                ax.text(left + cols * c / 2, top - rows * c / 2, str(step), ha="center",
+                        va="center", fontsize=11, fontweight="bold")
+    for q, k in zip(*np.nonzero(~visible)):  # the masked scores of the diagonal tiles
+        if kinds[q // block_q, k // block_k] == "diagonal":
+            ax.text(x0 + (k + 0.5) * c, y0 - (q + 0.5) * c, "−∞", ha="center", va="center",
+                    fontsize=5.5, color="#555555")
+    ax.text(x0 + T_k * c / 2, y0 + 0.35, f"S = QKᵀ / √d_k   (T_q, T_k) = ({T_q}, {T_k}), never "
+            "held whole", ha="center", va="bottom", fontsize=9)
+    ax.text(x0 - 0.25, y0 - T_q * c / 2, "query i  →", rotation=-90, ha="right", va="center",
+            fontsize=8.5)
+    ax.text(x0 + T_k * c / 2, y0 - T_q * c - 0.25, "key j  →", ha="center", va="top", fontsize=8.5)
+    right = x0 + T_k * c + 0.6
+    ax.text(right, y0, f"one tile: block_q × block_k = {block_q} × {block_k} scores\n"
+            "numbers: the order of the visits\n(outer loop: query blocks,\n inner loop: key blocks)\n\n"
+            "per query block, kept while\nits key blocks go by:\n"
+            "  m, l      (block_q,)    running max, normaliser\n"
+            "  acc       (block_q, d_v)  running output\n"
+            "saved for the backward:\n  out (T_q, d_v), lse = m + log l (T_q,)",
+            fontsize=8.5, va="top", family="monospace")
+    ax.legend(handles=[Patch(color=TILE_COLORS["full"], label="visited: every key visible"),
+                       Patch(color=TILE_COLORS["diagonal"], label="visited, masked: on the diagonal"),
+                       Patch(color=TILE_COLORS["skipped"], label="skipped: wholly in the future")],
+              loc="lower center", ncol=3, fontsize=8.5, frameon=False)
     return fig

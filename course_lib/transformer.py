@@ -16,7 +16,9 @@ Read top to bottom, in dependency order:
 Add & Norm comes in the paper's order, Post-LN: LN(x + sublayer(x)), or as Pre-LN:
 x + sublayer(LN(x)), with one more LN at the end of each stack (notebook 04 compares them).
 Attention and layer norm run through ``torch.autograd.Function``s whose backward is the
-derivation of notebooks 02 and 04, so those derivations are what train this model.
+derivation of notebooks 02 and 04, so those derivations are what train this model. With
+``flash=True`` in either config, attention runs through notebook 07's tiled path instead
+(``course_lib.flash``), whose backward is derived too.
 
     GPTBlock            Pre-LN causal self-attention and FFN, with an optional KV cache
     GPT                 token + learned position embeddings, GPT blocks, final LN, output
@@ -54,6 +56,7 @@ class TransformerConfig:
     norm: str = "post"  # "post" (the paper) or "pre"
     pad_id: int = PAD
     label_smoothing: float = 0.0  # the paper used 0.1
+    flash: bool = False  # attention by course_lib.flash (notebook 07); keeps no weights
 
 
 # ----------------------------------------------------------------------------- masks
@@ -159,7 +162,7 @@ class EncoderBlock(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.flash)
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff)
         self.add_norms = nn.ModuleList(AddNorm(cfg) for _ in range(2))
 
@@ -177,8 +180,8 @@ class DecoderBlock(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.flash)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.flash)
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff)
         self.add_norms = nn.ModuleList(AddNorm(cfg) for _ in range(3))
 
@@ -249,10 +252,11 @@ class Transformer(nn.Module):
 
     def attention_maps(self) -> dict[str, list[torch.Tensor]]:
         """After a forward pass: the weights of every layer, (B, n_heads, T_q, T_k) each,
-        under "encoder" (self), "decoder" (masked self) and "cross" (encoder-decoder)."""
-        return {"encoder": [b.self_attn.attention for b in self.encoder],
-                "decoder": [b.self_attn.attention for b in self.decoder],
-                "cross": [b.cross_attn.attention for b in self.decoder]}
+        under "encoder" (self), "decoder" (masked self) and "cross" (encoder-decoder).
+        A RuntimeError with ``cfg.flash``, whose attention keeps no weights."""
+        return {"encoder": [b.self_attn.weights() for b in self.encoder],
+                "decoder": [b.self_attn.weights() for b in self.decoder],
+                "cross": [b.cross_attn.weights() for b in self.decoder]}
 
 
 def noam_lr(step: int, d_model: int, warmup: int = 400, factor: float = 1.0) -> float:
@@ -279,6 +283,7 @@ class GPTConfig:
     n_layers: int = 4
     d_ff: int | None = None  # 4 * d_model when None, as in GPT
     dropout: float = 0.0
+    flash: bool = False  # attention by course_lib.flash (notebook 07); keeps no weights
 
 
 def gpt_block(x, p, n_heads):
@@ -322,15 +327,14 @@ class GPTBlock(nn.Module):
     def __init__(self, cfg: GPTConfig):
         super().__init__()
         self.norm1, self.norm2 = LayerNorm(cfg.d_model), LayerNorm(cfg.d_model)
-        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
+        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.flash)
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff or 4 * cfg.d_model)
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x, cache: dict | None = None):
-        T_new = x.shape[-2]
-        T_past = cache["k"].shape[-2] if cache and "k" in cache else 0
-        mask = torch.from_numpy(causal_mask(T_new, T_past + T_new)).to(x.device)
-        x = x + self.drop(self.attn(self.norm1(x), mask=mask, cache=cache))
+        # causal=True, not a mask: the attention aligns it with the cached keys, and the
+        # flash path skips the future instead of reading a (T, T) mask
+        x = x + self.drop(self.attn(self.norm1(x), cache=cache, causal=True))
         return x + self.drop(self.ffn(self.norm2(x)))
 
 
@@ -390,8 +394,9 @@ class GPT(nn.Module):
         return n
 
     def attention_maps(self) -> list[torch.Tensor]:
-        """After a forward pass: the weights of every block, (B, n_heads, T_q, T_k) each."""
-        return [b.attn.attention for b in self.blocks]
+        """After a forward pass: the weights of every block, (B, n_heads, T_q, T_k) each.
+        A RuntimeError with ``cfg.flash``, whose attention keeps no weights."""
+        return [b.attn.weights() for b in self.blocks]
 
 
 def gpt_params(model: GPT) -> dict:

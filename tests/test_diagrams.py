@@ -31,6 +31,8 @@ EXPECTED = {
                         "(B, T, d_model)"],
     "encoder_decoder": ["encoder", "decoder", "N ×", "masked multi-head", "cross-attention",
                         "K, V", "(B, T_src, d_model)", "vocab_size", "Add & Norm"],
+    "flash_tiles": ["S = QKᵀ / √d_k", "block_q × block_k", "query i", "key j", "−∞",
+                    "lse = m + log l", "visited: every key visible", "skipped: wholly in the future"],
     "gpt": ["token ids (B, T)", "masked multi-head self-attention", "final LayerNorm",
             "(B, T, vocab_size)", "N ×", "no cross-attention", "d_model → vocab_size"],
 }
@@ -85,4 +87,19 @@ def test_multi_head_draws_one_colour_per_head():
     assert head_colours <= colours
     assert matplotlib.colors.to_rgba(diagrams.HEAD_COLORS[3]) not in colours
     assert "h = n_heads = 3" in texts(fig)
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("T_q,T_k,block_q,block_k", [(12, 12, 4, 4), (6, 10, 4, 4), (7, 3, 4, 2), (5, 9, 2, 4)])
+def test_flash_tiles_visits_the_tiles_the_reference_visits(T_q, T_k, block_q, block_k):
+    from course_lib.flash.reference import _key_blocks
+
+    kinds = diagrams._tile_kinds(T_q, T_k, block_q, block_k)
+    for i, q0 in enumerate(range(0, T_q, block_q)):
+        rows = min(block_q, T_q - q0)
+        visited = {k0 // block_k for k0 in _key_blocks(q0, rows, T_q, T_k, block_k, True)}
+        assert visited == {j for j in range(kinds.shape[1]) if kinds[i, j] != "skipped"}
+    fig = diagrams.flash_tiles(T_q, T_k, block_q, block_k)
+    numbers = [t.get_text() for t in fig.axes[0].texts if t.get_text().isdigit()]
+    assert numbers == [str(n) for n in range(1, (kinds != "skipped").sum() + 1)]
     plt.close(fig)

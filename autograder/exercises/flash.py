@@ -1,0 +1,480 @@
+"""Exercises of notebook 07 (making attention fast): the online softmax, and FlashAttention's
+tiled forward and backward passes.
+
+Every case is float64. The references are ``course_lib.flash.reference``. The mistakes are
+modelled by three tiled implementations below (``running_stats``, ``tiled_forward``,
+``tiled_backward``) whose keyword-only switches each turn on one plausible bug, so a model
+shares every other line with the right algorithm. With no switch set they equal the
+references (``tests/test_flash_exercises.py`` checks).
+
+Shapes (course glossary, row form): s (..., n); Q (..., T_q, d_k), K (..., T_k, d_k),
+V (..., T_k, d_v); out and dout (..., T_q, d_v); lse (..., T_q). Causal attention uses
+``causal_mask``'s alignment: query i sits at position i + T_k - T_q.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.exercise import Exercise, Mistake
+from autograder.features import shape_features
+from course_lib.flash.reference import (FlashCache, flash_backward, flash_forward,
+                                       online_softmax_stats)
+
+FORBIDDEN = ("course_lib.flash", "course_lib.attention", "torch")  # torch would bring autograd
+
+
+def _finite(m):
+    """m where finite, 0 where -inf, so that exp(-inf - 0) = 0 rather than NaN."""
+    return np.where(np.isfinite(m), m, 0.0)
+
+
+def _swapT(x):
+    return np.swapaxes(x, -1, -2)
+
+
+def _any_of(*models):
+    """A detector that recognises the outputs of any of ``models`` (variants of one bug)."""
+    def detect(case, got, want):
+        for model in models:
+            wrong = model(**case)
+            if len(wrong) == len(got) and all(
+                    g.shape == w.shape and np.allclose(g, w, rtol=1e-5, atol=1e-7, equal_nan=True)
+                    for g, w in zip(got, map(np.asarray, wrong))):
+                return True
+        return False
+    return detect
+
+
+# ============================================================================ online softmax
+def running_stats(s, block_k, *, rescale=1, old_max=False, block_max=False, guard=True,
+                  subtract_max=True, drop_last=False):
+    """The running maximum m and normaliser l of s (..., n) read in blocks of ``block_k``,
+    after every block: m, l (..., n_blocks). The last column is the whole row's.
+
+    Per block: m' = max(m, max(block)); l' = exp(m - m') l + sum_j exp(s_j - m'). The
+    keyword-only switches model mistakes: ``rescale`` is the power of the factor exp(m - m')
+    (0: not rescaled, 2: twice), ``old_max`` exponentiates against m instead of m',
+    ``block_max`` keeps the block's own maximum, ``guard`` False lets -inf - (-inf) make NaN,
+    ``subtract_max`` False sums exp(s_j), ``drop_last`` skips a last, shorter block.
+    """
+    n = s.shape[-1]
+    m = np.full(s.shape[:-1], -np.inf)
+    l = np.zeros(s.shape[:-1])
+    ms, ls = [], []
+    for start in range(0, n - block_k + 1 if drop_last else n, block_k):
+        block = s[..., start:start + block_k]
+        m_new = block.max(axis=-1) if block_max else np.maximum(m, block.max(axis=-1))
+        if subtract_max:
+            shift = _finite(m_new) if guard else m_new
+            alpha = np.exp(m - shift) ** rescale
+        else:
+            shift, alpha = np.zeros_like(m_new), 1.0
+        l = alpha * l + np.exp(block - (m if old_max else shift)[..., None]).sum(axis=-1)
+        m = m_new
+        ms.append(m)
+        ls.append(l)
+    return np.stack(ms, axis=-1), np.stack(ls, axis=-1)
+
+
+def _stats_reference(s, block_k):
+    """course_lib's online_softmax_stats on every prefix that ends with a block."""
+    n = s.shape[-1]
+    stats = [online_softmax_stats(s[..., :min(end, n)], block_k)
+             for end in range(block_k, n + block_k, block_k)]
+    return np.stack([m for m, _ in stats], axis=-1), np.stack([l for _, l in stats], axis=-1)
+
+
+def _scores(rng, shape, ramp=3.0):
+    """Random scores that drift upwards along the row, so that the maximum keeps changing."""
+    return rng.standard_normal(shape) * 2.0 + np.linspace(0.0, ramp, shape[-1])
+
+
+def _with_neg_inf(rng, rows, n, block_k):
+    """Rows: -inf everywhere; -inf over the first block; scattered -inf; none."""
+    s = _scores(rng, (rows, n))
+    s[0] = -np.inf
+    s[1, :block_k] = -np.inf
+    s[2, rng.permutation(n)[: n // 2]] = -np.inf
+    return s
+
+
+def _stats_cases(rng, hidden):
+    if not hidden:
+        return [{"s": _scores(rng, (3, 10)), "block_k": 4},
+                {"s": _scores(rng, (2, 3, 8)), "block_k": 2},
+                {"s": _with_neg_inf(rng, 4, 9, 3), "block_k": 3},
+                {"s": 1000.0 + 50.0 * rng.standard_normal((2, 12)), "block_k": 5},
+                {"s": _scores(rng, (2, 5)), "block_k": 8},
+                {"s": _scores(rng, (2, 6)), "block_k": 1}]
+    return [{"s": _scores(rng, (4, 13)), "block_k": 4},
+            {"s": _scores(rng, (2, 2, 9)), "block_k": 3},
+            {"s": _with_neg_inf(rng, 3, 10, 4), "block_k": 4},
+            {"s": -1000.0 + 80.0 * rng.standard_normal((3, 11)), "block_k": 3},
+            {"s": _scores(rng, (3, 4)), "block_k": 6},
+            {"s": _scores(rng, (2, 7)), "block_k": 1}]
+
+
+STATS_FEATURES = shape_features(**{
+    "more than one leading axis": lambda c: c["s"].ndim > 2,
+    "block_k does not divide n": lambda c: c["s"].shape[-1] % c["block_k"] != 0,
+    "a single block (block_k >= n)": lambda c: c["block_k"] >= c["s"].shape[-1],
+    "block_k = 1": lambda c: c["block_k"] == 1,
+    "a row that is -inf everywhere": lambda c: np.isneginf(c["s"]).all(axis=-1).any(),
+    "a row whose first block is all -inf": lambda c: np.isneginf(
+        c["s"][..., :c["block_k"]]).all(axis=-1).any()})
+
+
+def _stats_with(**switches):
+    return lambda s, block_k: running_stats(s, block_k, **switches)
+
+
+STATS_MISTAKES = (
+    Mistake("normaliser not rescaled when the maximum changes",
+            "l holds sum_j exp(s_j - m) for the old maximum m; when a block raises it to m', "
+            "multiply l by exp(m - m') before adding the block's terms.", _stats_with(rescale=0)),
+    Mistake("normaliser rescaled twice",
+            "multiply l by exp(m - m') once per block: look for a second `l *= ...` or a factor "
+            "applied both before and inside the update.", _stats_with(rescale=2)),
+    Mistake("running maximum not updated before exponentiating",
+            "compute the new maximum m' = max(m, max(block)) first, then exponentiate the block "
+            "against m' (exp(s_j - m')), not against the old m (which starts at -inf).",
+            _stats_with(old_max=True)),
+    Mistake("the block's own maximum instead of the running maximum",
+            "m must be the maximum of everything read so far: m' = np.maximum(m, block.max(-1)). "
+            "With the block's maximum alone, exp(s_j - m) overflows when an earlier block "
+            "was larger.", _stats_with(block_max=True)),
+    Mistake("a row that is -inf so far gives NaN",
+            "while a row has seen only -inf, m is -inf and -inf - (-inf) is NaN: subtract "
+            "0 instead where m' is not finite (np.where(np.isfinite(m_new), m_new, 0)); "
+            "such a row keeps m = -inf and l = 0.", _stats_with(guard=False)),
+    Mistake("normaliser without the maximum subtracted",
+            "l = sum_j exp(s_j) overflows for large scores; keep l = sum_j exp(s_j - m) "
+            "relative to the running maximum.", _stats_with(subtract_max=False)),
+    Mistake("last, shorter block skipped",
+            "when block_k does not divide n the last block is shorter: loop with "
+            "range(0, n, block_k) and slice s[..., start:start + block_k].",
+            _stats_with(drop_last=True)),
+)
+
+ONLINE_SOFTMAX = Exercise(
+    id="flash.online_softmax",
+    function="online_softmax_stats",
+    signature="online_softmax_stats(s, block_k) -> (m, l), each (..., n_blocks)",
+    cases=_stats_cases,
+    reference=_stats_reference,
+    points=2,
+    output_names=("m", "l"),
+    forbidden=FORBIDDEN,
+    features=STATS_FEATURES,
+    dims=lambda c: {"n": c["s"].shape[-1], "block_k": c["block_k"]},
+    mistakes=STATS_MISTAKES,
+)
+
+
+# ============================================================================ tiled forward
+def _key_stop(q0, rows, T_q, T_k, causal, offset, diagonal_skipped=False):
+    """One past the last key the query rows q0 .. q0+rows-1 can see (causal: none later)."""
+    if not causal:
+        return T_k
+    return max(min(T_k, (q0 if diagonal_skipped else q0 + rows) + offset), 0)
+
+
+def _causal_tile(S, q0, k0, offset):
+    """Tile S (..., rows, cols) with -inf where key k0 + c is after query q0 + r + offset."""
+    rows, cols = S.shape[-2:]
+    visible = np.arange(k0, k0 + cols)[None, :] <= np.arange(q0, q0 + rows)[:, None] + offset
+    return np.where(visible, S, -np.inf)
+
+
+def tiled_forward(Q, K, V, causal=False, block_q=4, block_k=4, *, rescale_out=True,
+                  rescale_l=1, alpha_after_update=False, old_max=False, divide_inside=False,
+                  lse_early=None, lse_without_max=False, diagonal_skipped=False,
+                  top_left=False, guard_max=True, guard_l=True):
+    """FlashAttention's forward, tile by tile: out (..., T_q, d_v) and lse (..., T_q).
+
+    The keyword-only switches model mistakes (see FORWARD_MISTAKES for each in words).
+    ``lse_early`` (a number): lse is taken at the top of each key step, before that step's
+    update, and is this number for queries whose key loop never runs (how lse was
+    initialised). ``guard_max`` False exponentiates against a -inf maximum; ``guard_l``
+    False divides by l = 0.
+    """
+    T_q, T_k, d_k = Q.shape[-2], K.shape[-2], Q.shape[-1]
+    offset = 0 if top_left else T_k - T_q
+    scale = 1.0 / np.sqrt(d_k)
+    lead = Q.shape[:-2]
+    out = np.zeros(lead + (T_q, V.shape[-1]))
+    lse = np.zeros(lead + (T_q,))
+    for q0 in range(0, T_q, block_q):
+        Qi = Q[..., q0:q0 + block_q, :]
+        rows = Qi.shape[-2]
+        m, l = np.full(lead + (rows,), -np.inf), np.zeros(lead + (rows,))
+        acc = np.zeros(lead + (rows, V.shape[-1]))
+        lse_i = np.full(lead + (rows,), np.nan if lse_early is None else lse_early)
+        stop = _key_stop(q0, rows, T_q, T_k, causal, offset, diagonal_skipped)
+        for k0 in range(0, stop, block_k):
+            if lse_early is not None:
+                with np.errstate(divide="ignore"):
+                    lse_i = m + np.log(l)
+            S = Qi @ _swapT(K[..., k0:k0 + block_k, :]) * scale
+            S = _causal_tile(S, q0, k0, offset) if causal else S
+            m_new = np.maximum(m, S.max(axis=-1))
+            shift = _finite(m_new) if guard_max else m_new
+            alpha = np.ones_like(m) if alpha_after_update else np.exp(m - shift)
+            P = np.exp(S - (m if old_max else shift)[..., None])
+            l = alpha ** rescale_l * l + P.sum(axis=-1)
+            acc = (alpha[..., None] if rescale_out else 1.0) * acc + P @ V[..., k0:k0 + block_k, :]
+            if divide_inside:
+                acc = acc / (np.where(l == 0, 1.0, l) if guard_l else l)[..., None]
+            m = m_new
+        if not divide_inside:
+            acc = acc / (np.where(l == 0, 1.0, l) if guard_l else l)[..., None]
+        out[..., q0:q0 + rows, :] = acc
+        if lse_early is None:
+            with np.errstate(divide="ignore"):  # log(0) = -inf: a query with no keys
+                lse_i = np.log(l) if lse_without_max else m + np.log(l)
+        lse[..., q0:q0 + rows] = lse_i
+    return out, lse
+
+
+def _forward_reference(Q, K, V, causal, block_q, block_k):
+    out, cache = flash_forward(Q, K, V, causal, block_q, block_k)
+    return out, cache.lse
+
+
+def _forward_case(rng, lead, T_q, T_k, d_k, d_v, causal, block_q, block_k, scale=1.0):
+    return {"Q": rng.standard_normal(lead + (T_q, d_k)) * scale,
+            "K": rng.standard_normal(lead + (T_k, d_k)) * scale,
+            "V": rng.standard_normal(lead + (T_k, d_v)),
+            "causal": causal, "block_q": block_q, "block_k": block_k}
+
+
+# (lead, T_q, T_k, d_k, d_v, causal, block_q, block_k, scale): shared by forward and backward
+PUBLIC_SHAPES = [((), 8, 8, 4, 4, False, 4, 4, 1.0),
+                 ((2,), 10, 10, 4, 3, True, 4, 4, 1.0),
+                 ((2, 2), 5, 9, 3, 2, True, 2, 4, 1.0),   # queries are the last 5 positions
+                 ((), 7, 3, 4, 4, True, 4, 2, 1.0),       # queries 0..3 see no key
+                 ((), 6, 6, 8, 8, False, 4, 2, 10.0),     # scores in the hundreds
+                 ((), 3, 5, 4, 2, False, 8, 8, 1.0)]      # one tile
+HIDDEN_SHAPES = [((3,), 12, 12, 4, 4, True, 4, 4, 1.0),
+                 ((2,), 6, 11, 5, 3, True, 4, 4, 1.0),
+                 ((), 9, 4, 3, 3, True, 2, 2, 1.0),
+                 ((2, 3), 7, 7, 8, 8, False, 3, 5, 1.0),
+                 ((), 8, 8, 8, 4, True, 4, 4, 10.0),
+                 ((), 4, 6, 2, 2, False, 8, 8, 1.0)]
+
+
+def _forward_cases(rng, hidden):
+    return [_forward_case(rng, *shape) for shape in (HIDDEN_SHAPES if hidden else PUBLIC_SHAPES)]
+
+
+def _T(c):
+    return c["Q"].shape[-2], c["K"].shape[-2]
+
+
+TILE_FEATURES = shape_features(**{
+    "causal": lambda c: c["causal"],
+    "T_q ≠ T_k": lambda c: _T(c)[0] != _T(c)[1],
+    "causal with T_q < T_k (the queries are the last positions)":
+        lambda c: c["causal"] and _T(c)[0] < _T(c)[1],
+    "causal with T_q > T_k (the first queries see no key)":
+        lambda c: c["causal"] and _T(c)[0] > _T(c)[1],
+    "blocks that do not divide T": lambda c: _T(c)[0] % c["block_q"] or _T(c)[1] % c["block_k"],
+    "block_q ≠ block_k": lambda c: c["block_q"] != c["block_k"],
+    "a single tile (blocks as long as the sequences)":
+        lambda c: c["block_q"] >= _T(c)[0] and c["block_k"] >= _T(c)[1],
+    "batch axes": lambda c: c["Q"].ndim > 2,
+    "two batch axes": lambda c: c["Q"].ndim > 3,
+    "d_k ≠ d_v": lambda c: c["Q"].shape[-1] != c["V"].shape[-1],
+    "large scores (|Q K^T| / sqrt(d_k) above 30)":
+        lambda c: np.abs(c["Q"] @ _swapT(c["K"])).max() / np.sqrt(c["Q"].shape[-1]) > 30})
+
+
+def _tile_dims(c):
+    return {"d_k": c["Q"].shape[-1], "T_q": c["Q"].shape[-2], "T_k": c["K"].shape[-2],
+            "d_v": c["V"].shape[-1], "block_q": c["block_q"], "block_k": c["block_k"]}
+
+
+def _forward_with(**switches):
+    def wrong(Q, K, V, causal, block_q, block_k):
+        return tiled_forward(Q, K, V, causal, block_q, block_k, **switches)
+    return wrong
+
+
+FORWARD_MISTAKES = (
+    Mistake("running output not rescaled",
+            "the running output holds sum_j exp(s_j - m) v_j for the old maximum m: multiply it "
+            "by alpha = exp(m - m') too, as you do l, before adding P @ V.",
+            _forward_with(rescale_out=False)),
+    Mistake("rescaling factor taken after the maximum was overwritten (alpha = 1)",
+            "compute alpha = exp(m - m_new) while m still holds the old maximum; set m = m_new "
+            "only at the end of the step.", _forward_with(alpha_after_update=True)),
+    Mistake("running maximum not updated before exponentiating",
+            "compute m_new = max(m, rowmax(S)) first, then P = exp(S - m_new), not exp(S - m) "
+            "with the old maximum (which starts at -inf).", _forward_with(old_max=True)),
+    Mistake("normaliser rescaled twice",
+            "l becomes alpha * l + rowsum(P): one factor alpha per step.",
+            _forward_with(rescale_l=2)),
+    Mistake("output divided by l inside the loop",
+            "divide the running output by l once, after the last key block; dividing at every "
+            "step divides the early blocks' terms several times.",
+            _forward_with(divide_inside=True)),
+    Mistake("log-sum-exp saved before the last block",
+            "lse = m + log(l) must use m and l after the last key block: compute it after "
+            "the loop.", _forward_with(lse_early=-np.inf),
+            detect=_any_of(*(_forward_with(lse_early=v) for v in (-np.inf, 0.0)))),
+    Mistake("log-sum-exp saved as log(l), without the maximum",
+            "l sums exp(s_j - m), so log(sum_j exp(s_j)) = m + log(l).",
+            _forward_with(lse_without_max=True)),
+    Mistake("causal key loop stops one block early (the diagonal block is skipped)",
+            "query rows q0 .. q0 + rows - 1 see keys up to q0 + rows - 1 + T_k - T_q: loop "
+            "over key blocks up to min(T_k, q0 + rows + T_k - T_q), not up to q0 + T_k - T_q.",
+            _forward_with(diagonal_skipped=True)),
+    Mistake("causal mask aligned top-left instead of bottom-right",
+            "with T_q ≠ T_k the queries are the last T_q positions: query i sits at position "
+            "i + T_k - T_q and sees keys j <= i + T_k - T_q (as causal_mask(T_q, T_k) in "
+            "notebook 02).", _forward_with(top_left=True)),
+    Mistake("a query with no key gives NaN",
+            "a query that sees no key has m = -inf and l = 0: exponentiate against 0 where "
+            "m_new is -inf, divide by 1 where l is 0, so that it gets out = 0 and lse = -inf.",
+            _forward_with(guard_max=False, guard_l=False),
+            detect=_any_of(*(_forward_with(guard_max=g_max, guard_l=g_l)
+                             for g_max, g_l in ((False, False), (False, True), (True, False))))),
+)
+
+FORWARD = Exercise(
+    id="flash.forward",
+    function="flash_forward",
+    signature="flash_forward(Q, K, V, causal=False, block_q=16, block_k=16) -> (out, lse)",
+    cases=_forward_cases,
+    reference=_forward_reference,
+    points=3,
+    output_names=("out", "lse"),
+    forbidden=FORBIDDEN,
+    features=TILE_FEATURES,
+    dims=_tile_dims,
+    mistakes=FORWARD_MISTAKES,
+)
+
+
+# ============================================================================ tiled backward
+def tiled_backward(dout, Q, K, V, out, lse, causal=False, block_q=4, block_k=4, *,
+                   D_from_tile=False, use_D=True, tile_softmax=False, mask=True,
+                   scale_twice=None, dk_transpose=True, dv_transpose=True, scaled=True,
+                   guard=True, diagonal_skipped=False):
+    """FlashAttention's backward, tile by tile: dQ, dK, dV shaped like Q, K, V.
+
+    Per tile: A = exp(S - lse); dV_j += A^T dout_i; dA = dout_i V_j^T; dS = A * (dA - D_i);
+    dQ_i += dS K_j / sqrt(d_k); dK_j += dS^T Q_i / sqrt(d_k), with D = rowsum(dout * out).
+    The keyword-only switches model mistakes (see BACKWARD_MISTAKES); ``scale_twice`` is
+    "dK" (Q scaled before the scores, and dK scaled again) or "both" (dS and dQ, dK scaled);
+    ``tile_softmax`` is "guarded" (a row of -inf gets weights 0) or "plain" (NaN there).
+    """
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    offset = T_k - T_q
+    scale = 1.0 / np.sqrt(Q.shape[-1])
+    D = (dout * out).sum(axis=-1)  # (..., T_q)
+    lse = np.where(np.isfinite(lse), lse, np.inf) if guard else lse
+    dQ, dK, dV = np.zeros_like(Q), np.zeros_like(K), np.zeros_like(V)
+    for q0 in range(0, T_q, block_q):
+        Qi, dOi = Q[..., q0:q0 + block_q, :], dout[..., q0:q0 + block_q, :]
+        rows = Qi.shape[-2]
+        Qk = Qi * scale if scale_twice == "dK" else Qi  # what multiplies dS^T in dK
+        stop = _key_stop(q0, rows, T_q, T_k, causal, offset, diagonal_skipped)
+        for k0 in range(0, stop, block_k):
+            Kj, Vj = K[..., k0:k0 + block_k, :], V[..., k0:k0 + block_k, :]
+            S = Qi @ _swapT(Kj) * scale
+            S = _causal_tile(S, q0, k0, offset) if causal and mask else S
+            if tile_softmax:  # "guarded": 0 for a row of -inf, as notebook 02's softmax
+                row_max = S.max(axis=-1, keepdims=True)
+                e = np.exp(S - (_finite(row_max) if tile_softmax == "guarded" else row_max))
+                total = e.sum(axis=-1, keepdims=True)
+                A = e / (np.where(total == 0, 1.0, total) if tile_softmax == "guarded" else total)
+            else:
+                A = np.exp(S - lse[..., q0:q0 + rows, None])
+            dV[..., k0:k0 + block_k, :] += (_swapT(A) if dv_transpose else A) @ dOi
+            dA = dOi @ _swapT(Vj)
+            Di = (dA * A).sum(axis=-1) if D_from_tile else D[..., q0:q0 + rows]
+            dS = A * (dA - Di[..., None]) if use_D else A * dA
+            s = (scale if scaled else 1.0) * (scale if scale_twice == "both" else 1.0)
+            dQ[..., q0:q0 + rows, :] += dS @ Kj * s
+            dK[..., k0:k0 + block_k, :] += (_swapT(dS) if dk_transpose else dS) @ Qk * s
+    return dQ, dK, dV
+
+
+def _backward_reference(dout, Q, K, V, out, lse, causal, block_q, block_k):
+    return flash_backward(dout, FlashCache(Q, K, V, out, lse, causal, block_q, block_k))
+
+
+def _backward_case(rng, *shape):
+    case = _forward_case(rng, *shape)
+    out, lse = _forward_reference(**case)
+    return {"dout": rng.standard_normal(out.shape), **case, "out": out, "lse": lse}
+
+
+def _backward_cases(rng, hidden):
+    return [_backward_case(rng, *shape) for shape in (HIDDEN_SHAPES if hidden else PUBLIC_SHAPES)]
+
+
+def _backward_with(**switches):
+    def wrong(dout, Q, K, V, out, lse, causal, block_q, block_k):
+        return tiled_backward(dout, Q, K, V, out, lse, causal, block_q, block_k, **switches)
+    return wrong
+
+
+BACKWARD_MISTAKES = (
+    Mistake("D computed from the tile's weights instead of rowsum(dout ∘ out)",
+            "the softmax backward subtracts sum_j dA_ij A_ij over ALL keys of query i; one "
+            "tile holds only some of them. That sum equals D_i = rowsum(dout_i * out_i): "
+            "compute D once, before the loops.", _backward_with(D_from_tile=True)),
+    Mistake("softmax backward missing the D term",
+            "dS = A * (dA - D), with D = rowsum(dout * out) broadcast along the keys.",
+            _backward_with(use_D=False)),
+    Mistake("weights recomputed by a softmax over the tile",
+            "a tile's weights are A = exp(S - lse), with lse saved by the forward for the "
+            "whole row; a softmax over one tile normalises over the wrong keys.",
+            _backward_with(tile_softmax="guarded"),
+            detect=_any_of(*(_backward_with(tile_softmax=v) for v in ("guarded", "plain")))),
+    Mistake("causal mask missing in the recomputed weights",
+            "the tiles on the diagonal hold future keys too: set their scores to -inf "
+            "before exp(S - lse), as in the forward.", _backward_with(mask=False)),
+    Mistake("scale applied twice in the backward",
+            "the scores are Q K^T / sqrt(d_k), so dQ = dS K / sqrt(d_k) and "
+            "dK = dS^T Q / sqrt(d_k), one factor each. If you scaled Q (or dS) already, do "
+            "not multiply by the scale again.", _backward_with(scale_twice="dK"),
+            detect=_any_of(_backward_with(scale_twice="dK"), _backward_with(scale_twice="both"))),
+    Mistake("dQ and dK not scaled",
+            "the scores are divided by sqrt(d_k), so dQ and dK are too.",
+            _backward_with(scaled=False)),
+    Mistake("dK accumulated without the transpose",
+            "dK_j += dS^T Q_i / sqrt(d_k): one row per key. dS @ Q_i only has the right shape "
+            "when the tile is square (block_q = block_k, full blocks), and is wrong there too.",
+            _backward_with(dk_transpose=False)),
+    Mistake("dV accumulated without the transpose",
+            "out = A V, so dV_j += A^T dout_i: one row per key. A @ dout_i only has the right "
+            "shape for a square tile.", _backward_with(dv_transpose=False)),
+    Mistake("causal key loop stops one block early (the diagonal block is skipped)",
+            "the backward visits the same tiles as the forward: key blocks up to "
+            "min(T_k, q0 + rows + T_k - T_q).", _backward_with(diagonal_skipped=True)),
+    Mistake("a query with no key gives NaN",
+            "a query that sees no key has lse = -inf, and exp(-inf - (-inf)) is NaN: use "
+            "lse = +inf there (its weights are then exp(S - inf) = 0).",
+            _backward_with(guard=False)),
+)
+
+BACKWARD = Exercise(
+    id="flash.backward",
+    function="flash_backward",
+    signature="flash_backward(dout, Q, K, V, out, lse, causal=False, block_q=16, block_k=16) "
+              "-> (dQ, dK, dV)",
+    cases=_backward_cases,
+    reference=_backward_reference,
+    points=3,
+    output_names=("dQ", "dK", "dV"),
+    forbidden=FORBIDDEN,
+    features=TILE_FEATURES,
+    dims=_tile_dims,
+    mistakes=BACKWARD_MISTAKES,
+)
+
+
+EXERCISES = [ONLINE_SOFTMAX, FORWARD, BACKWARD]

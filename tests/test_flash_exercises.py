@@ -1,0 +1,200 @@
+"""The exercises of notebook 07 (making attention fast): the references agree with the textbook
+attention of course_lib.attention, the mistake models equal the references with no switch set,
+every registered mistake is named, and the notebook's own solution code, right or with one
+realistic bug, goes through the same path as a graded cell (``kernel.run_cases``, then ``judge``).
+"""
+import nbformat
+import numpy as np
+import pytest
+
+from autograder.exercises import flash, get
+from course_lib import attention as textbook
+from exercise_bank import TEST_KEY, learner_verdict, mistake_verdicts
+from helpers import SOLUTIONS
+
+KEYS = (TEST_KEY, b"another key")
+NOTEBOOK = SOLUTIONS / "07_fast_attention" / "fast_attention.ipynb"
+
+
+def _textbook(Q, K, V, causal):
+    mask = textbook.causal_mask(Q.shape[-2], K.shape[-2]) if causal else None
+    return textbook.attention_forward(Q, K, V, mask)
+
+
+def test_forward_reference_is_the_textbook_attention_and_its_log_sum_exp():
+    for key in KEYS:
+        for case in get("flash.forward").graded_cases(key):
+            out, lse = flash._forward_reference(**case)
+            want, cache = _textbook(case["Q"], case["K"], case["V"], case["causal"])
+            np.testing.assert_allclose(out, want, atol=1e-12)
+            mask = textbook.causal_mask(*cache.A.shape[-2:]) if case["causal"] else None
+            S = textbook.masked_scores(case["Q"] @ np.swapaxes(case["K"], -1, -2)
+                                       / np.sqrt(case["Q"].shape[-1]), mask)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                top = np.where(np.isfinite(S.max(-1)), S.max(-1), 0.0)
+                want_lse = top + np.log(np.exp(S - top[..., None]).sum(-1))
+            np.testing.assert_allclose(lse, want_lse, rtol=1e-12)  # -inf where a query sees no key
+
+
+def test_backward_reference_is_the_textbook_backward():
+    for key in KEYS:
+        for case in get("flash.backward").graded_cases(key):
+            _, cache = _textbook(case["Q"], case["K"], case["V"], case["causal"])
+            want = textbook.attention_backward(case["dout"], cache)
+            for got, expected in zip(flash._backward_reference(**case), want):
+                np.testing.assert_allclose(got, expected, atol=1e-12)
+
+
+def test_online_softmax_reference_is_max_and_sum_of_every_prefix():
+    for case in get("flash.online_softmax").graded_cases(TEST_KEY):
+        s, b = case["s"], case["block_k"]
+        m, l = flash._stats_reference(s, b)
+        assert m.shape[-1] == -(-s.shape[-1] // b)
+        for col, end in enumerate(range(b, s.shape[-1] + b, b)):
+            prefix = s[..., :end]
+            np.testing.assert_array_equal(m[..., col], prefix.max(-1))
+            top = np.where(np.isfinite(m[..., col]), m[..., col], 0.0)[..., None]
+            np.testing.assert_allclose(l[..., col], np.exp(prefix - top).sum(-1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("model,exercise_id", [(flash.running_stats, "flash.online_softmax"),
+                                               (flash.tiled_forward, "flash.forward"),
+                                               (flash.tiled_backward, "flash.backward")])
+def test_mistake_models_without_a_switch_are_the_references(model, exercise_id):
+    ex = get(exercise_id)
+    for key in KEYS:
+        for case in ex.graded_cases(key):
+            with np.errstate(over="raise", invalid="raise"):
+                got = model(**case)
+            for g, w in zip(got, ex.reference(**case)):
+                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def test_every_registered_mistake_loses_points_and_is_named():
+    names = []
+    for exercise_id, name, verdict in mistake_verdicts(flash.EXERCISES):
+        assert not verdict.full_marks, (exercise_id, name)
+        assert any(name in m for m in verdict.messages), (exercise_id, name, verdict.messages)
+        names.append(name)
+    assert len(names) >= 8
+
+
+def _solution(grade_id):
+    """The source of one solution cell of the notebook (its markers are comments)."""
+    cells = [c for c in nbformat.read(NOTEBOOK, as_version=4).cells
+             if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
+    assert len(cells) == 1, grade_id
+    return cells[0].source
+
+
+RIGHT = {"flash.online_softmax": "flash_online_softmax", "flash.forward": "flash_forward",
+         "flash.backward": "flash_backward"}
+
+
+def _verdict(exercise_id, source, key=TEST_KEY):
+    return learner_verdict(exercise_id, [source], {"np": np}, key)
+
+
+@pytest.mark.parametrize("exercise_id", sorted(RIGHT))
+@pytest.mark.parametrize("key", KEYS)
+def test_the_notebooks_solution_scores_full_marks(exercise_id, key):
+    verdict = _verdict(exercise_id, _solution(RIGHT[exercise_id]), key)
+    assert verdict.full_marks, verdict.messages
+
+
+def _mutant(exercise_id, *edits):
+    source = _solution(RIGHT[exercise_id])
+    for old, new in edits:
+        assert old in source, (exercise_id, old)
+        source = source.replace(old, new)
+    return exercise_id, source
+
+
+GUARD_LSE = 'lse = np.where(np.isfinite(lse), lse, np.inf)'
+CODE_MUTANTS = [  # realistic edits of the solution code, and the mistake the feedback must name
+    (*_mutant("flash.online_softmax", ("np.exp(m - shift) * l", "l")),
+     "normaliser not rescaled when the maximum changes"),
+    (*_mutant("flash.online_softmax", ("np.exp(m - shift) * l", "np.exp(m - shift) ** 2 * l")),
+     "normaliser rescaled twice"),
+    (*_mutant("flash.online_softmax", ("np.exp(block - shift[..., None])", "np.exp(block - m[..., None])")),
+     "running maximum not updated before exponentiating"),
+    (*_mutant("flash.online_softmax", ("np.maximum(m, block.max(axis=-1))", "block.max(axis=-1)")),
+     "the block's own maximum instead of the running maximum"),
+    (*_mutant("flash.online_softmax", ("np.where(np.isfinite(m_new), m_new, 0.0)", "m_new")),
+     "a row that is -inf so far gives NaN"),
+    (*_mutant("flash.online_softmax", ("np.exp(m - shift) * l", "l"),
+              ("np.exp(block - shift[..., None])", "np.exp(block)")),
+     "normaliser without the maximum subtracted"),
+    (*_mutant("flash.online_softmax", ("range(0, s.shape[-1], block_k)",
+                                       "range(0, s.shape[-1] - block_k + 1, block_k)")),
+     "last, shorter block skipped"),
+    (*_mutant("flash.online_softmax", ("np.exp(m - shift) * l", "np.exp(shift - m) * l")), None),
+    (*_mutant("flash.forward", ("acc = alpha[..., None] * acc + P", "acc = acc + P")),
+     "running output not rescaled"),
+    (*_mutant("flash.forward", ("m_new = np.maximum(m, S.max(axis=-1))",
+                                "m = m_new = np.maximum(m, S.max(axis=-1))")),
+     "rescaling factor taken after the maximum was overwritten"),
+    (*_mutant("flash.forward", ("P = np.exp(S - shift[..., None])", "P = np.exp(S - m[..., None])")),
+     "running maximum not updated before exponentiating"),
+    (*_mutant("flash.forward", ("l = alpha * l + P", "l = alpha * alpha * l + P")),
+     "normaliser rescaled twice"),
+    (*_mutant("flash.forward", ("out[..., q0:q0 + rows, :] = acc / np.where(l == 0, 1.0, l)[..., None]",
+                                "out[..., q0:q0 + rows, :] = acc"),
+              ("            m = m_new\n", "            m = m_new\n"
+               "            acc = acc / np.where(l == 0, 1.0, l)[..., None]\n")),
+     "output divided by l inside the loop"),
+    (*_mutant("flash.forward", ("            S = Qi @", "            with np.errstate(divide='ignore'):\n"
+                                "                lse[..., q0:q0 + rows] = m + np.log(l)\n            S = Qi @"),
+              ("            lse[..., q0:q0 + rows] = m + np.log(l)  ", "            pass  ")),
+     "log-sum-exp saved before the last block"),
+    (*_mutant("flash.forward", ("lse[..., q0:q0 + rows] = m + np.log(l)", "lse[..., q0:q0 + rows] = np.log(l)")),
+     "log-sum-exp saved as log(l), without the maximum"),
+    (*_mutant("flash.forward", ("q0 + rows + T_k - T_q", "q0 + T_k - T_q")),
+     "causal key loop stops one block early"),
+    (*_mutant("flash.forward", ("q0 + rows + T_k - T_q", "q0 + rows"),
+              ("[:, None] + T_k - T_q", "[:, None]")),
+     "causal mask aligned top-left instead of bottom-right"),
+    (*_mutant("flash.forward", ("np.where(np.isfinite(m_new), m_new, 0.0)", "m_new")),
+     "a query with no key gives NaN"),
+    (*_mutant("flash.forward", ("acc / np.where(l == 0, 1.0, l)[..., None]", "acc / l[..., None]")),
+     "a query with no key gives NaN"),
+    (*_mutant("flash.forward", ("scale = 1.0 / np.sqrt(Q.shape[-1])", "scale = 1.0 / Q.shape[-1]")), None),
+    (*_mutant("flash.backward", ("dS = A * (dA - D[..., q0:q0 + rows, None])",
+                                 "dS = A * (dA - np.sum(dA * A, axis=-1, keepdims=True))")),
+     "D computed from the tile's weights instead of rowsum(dout ∘ out)"),
+    (*_mutant("flash.backward", ("dS = A * (dA - D[..., q0:q0 + rows, None])", "dS = A * dA")),
+     "softmax backward missing the D term"),
+    (*_mutant("flash.backward", ("A = np.exp(S - lse[..., q0:q0 + rows, None])",
+                                 "A = np.exp(S - S.max(axis=-1, keepdims=True))\n"
+                                 "            A = A / A.sum(axis=-1, keepdims=True)")),
+     "weights recomputed by a softmax over the tile"),
+    (*_mutant("flash.backward", ("S = np.where(np.arange(k0, k0 + S.shape[-1]) <= position, S, -np.inf)",
+                                 "S = S")),
+     "causal mask missing in the recomputed weights"),
+    (*_mutant("flash.backward", ("np.swapaxes(dS, -1, -2) @ Qi * scale",
+                                 "np.swapaxes(dS, -1, -2) @ (Qi * scale) * scale")),
+     "scale applied twice in the backward"),
+    (*_mutant("flash.backward", ("dS @ Kj * scale", "dS @ Kj"), ("@ Qi * scale", "@ Qi")),
+     "dQ and dK not scaled"),
+    (*_mutant("flash.backward", ("np.swapaxes(dS, -1, -2) @ Qi", "dS @ Qi")),
+     "dK accumulated without the transpose"),
+    (*_mutant("flash.backward", ("np.swapaxes(A, -1, -2) @ dOi", "A @ dOi")),
+     "dV accumulated without the transpose"),
+    (*_mutant("flash.backward", ("q0 + rows + T_k - T_q", "q0 + T_k - T_q")),
+     "causal key loop stops one block early"),
+    (*_mutant("flash.backward", (GUARD_LSE, "pass")), "a query with no key gives NaN"),
+    (*_mutant("flash.backward", ("D = np.sum(dout * out, axis=-1)", "D = np.sum(dout * out, axis=-2)")),
+     None),
+]
+
+
+@pytest.mark.parametrize("exercise_id,source,name", CODE_MUTANTS,
+                         ids=[f"{m[0]}: {m[2]}" for m in CODE_MUTANTS])
+def test_realistic_bugs_lose_points_and_are_named(exercise_id, source, name):
+    verdict = _verdict(exercise_id, source)
+    assert not verdict.full_marks
+    text = " ".join(verdict.messages)
+    if name:
+        assert name in text, verdict.messages
+    else:  # not registered: the feedback must still say what differs
+        assert "differs" in text or "raised" in text or "NaN" in text, verdict.messages
