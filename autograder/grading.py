@@ -20,6 +20,7 @@ from nbgrader.api import Gradebook
 from traitlets.config import Config
 
 from autograder.config import SOLUTIONS, configure
+from autograder.gradebook_io import quick_alembic_head
 from autograder.plan import recorded_exercise
 from autograder.sandbox import isolation
 from autograder.submission import prepare
@@ -159,6 +160,7 @@ def grade_notebook(notebook: str | Path, assignment: str | None = None,
     assignment = assignment or find_assignment(notebook)
     name = _canonical_name(notebook, assignment)
     isolated, isolation_note = isolation()
+    quick_alembic_head()  # saves the 3 s `alembic heads` subprocess per new gradebook
     # nbgrader's gradebook warns about its own SQLAlchemy internals: nothing a learner can act on
     with tempfile.TemporaryDirectory(prefix="autograder-") as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
