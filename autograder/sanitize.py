@@ -12,7 +12,9 @@ judge, rewrites the notebook so that nothing the learner made can run:
   handlers); JavaScript, SVG, markdown, LaTeX and widget outputs are dropped, keeping their
   ``text/plain`` form, or a line that says what was dropped; images stay (base64 PNG/JPEG);
 - markdown cells the learner wrote (any not in the assignment's source) are cleaned the same
-  way; the course's own cells are left alone.
+  way; the course's own cells are left alone;
+- saved widget state (the notebook's ``widgets`` metadata, which JupyterLab writes on save) is
+  removed: its models may carry JavaScript that nbconvert's page would load and run.
 """
 from __future__ import annotations
 
@@ -52,6 +54,9 @@ class SanitizeOutputs(NbGraderPreprocessor):
     """Clean learner-made HTML out of the autograded notebook (see the module doc)."""
 
     def preprocess(self, nb, resources):
+        # saved widget state: nbconvert's page (formgrader, feedback) loads a widget manager for
+        # it, which would run the JavaScript a widget model names (anywidget's _esm, say)
+        nb.metadata.pop("widgets", None)
         course = _course_markdown(resources)
         for cell in nb.cells:
             if cell.cell_type == "code":

@@ -40,6 +40,11 @@ PAYLOAD = ("from IPython.display import HTML, Javascript, SVG, display\n"
            "display(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\"><script>window.pwned = 4</script></svg>'))")
 
 
+WIDGET_STATE = {"application/vnd.jupyter.widget-state+json": {"version_major": 2, "version_minor": 0, "state": {
+    "f00d": {"model_name": "AnyModel", "model_module": "anywidget", "model_module_version": "~0.9.*",
+             "state": {"_esm": "export default { initialize() { window.pwned = 6 } }"}}}}}
+
+
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     """A course with three graded submissions: honest, partial, and one that displays HTML/JS."""
@@ -50,6 +55,7 @@ def course(tmp_path_factory):
     (folder / "bo.ipynb").write_bytes(mutant(SOLUTION, "warmup_softmax_jvp", JVP, "return s * g", tmp).read_bytes())
     nb = nbformat.read(SOLUTION, as_version=4)
     nb.cells += [new_code_cell(PAYLOAD), new_markdown_cell("My notes <script>window.pwned = 5</script> **done**")]
+    nb.metadata["widgets"] = WIDGET_STATE  # saved state whose model names code to run
     nbformat.write(nb, folder / "mal.ipynb")
     root = tmp / "course"
     root.mkdir()
@@ -71,6 +77,7 @@ def test_learner_html_is_cleaned_before_anyone_renders_it(course):
     assert any("<b>bold</b>" in h for h in html)  # harmless HTML still shows
     feedback = (course / "feedback" / "mal" / ASSIGNMENT / "start_here.html").read_text()
     assert "<script>window.pwned" not in feedback and not re.search(r"<img[^>]*onerror", feedback)
+    assert "widgets" not in nb.metadata and "window.pwned = 6" not in feedback  # no widget state
     assert "start_here (Score: 4.0 / 4.0)" in feedback  # cleaning costs no points
 
 
@@ -84,6 +91,7 @@ def test_plain_nbgrader_autograde_cleans_learner_html_too(tmp_path):
     mine.mkdir(parents=True)
     nb = nbformat.read(SOLUTION, as_version=4)
     nb.cells += [new_code_cell(PAYLOAD)]
+    nb.metadata["widgets"] = WIDGET_STATE
     nbformat.write(nb, mine / "start_here.ipynb")
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     subprocess.run([str(BIN / "nbgrader"), "generate_assignment", ASSIGNMENT], cwd=root, env=env,
@@ -96,6 +104,7 @@ def test_plain_nbgrader_autograde_cleans_learner_html_too(tmp_path):
     assert not {m for o in outputs for m in o.get("data", {})} & {"application/javascript", "image/svg+xml"}
     html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
     assert html and all("<script" not in h for h in html)
+    assert "widgets" not in graded.metadata  # nbconvert's page would run the state's models
 
 
 def _free_port() -> int:
