@@ -117,3 +117,14 @@ class Exercise:
     def name_of(self, i: int) -> str:
         return self.output_names[i] if i < len(self.output_names) else f"output {i}"
 
+
+def exercise_maker(topic: str, **shared):
+    """A constructor for one registry module: ``make("forward", function, signature, cases,
+    reference, points, mistakes, features, output_names, **more)`` is the ``Exercise`` with id
+    "<topic>.forward" and the module's ``shared`` settings (its forbidden calls, tolerances)."""
+    def make(name, function, signature, cases, reference, points, mistakes=(), features=None,
+             output_names=(), **more):
+        return Exercise(id=f"{topic}.{name}", function=function, signature=signature, cases=cases,
+                        reference=reference, points=points, mistakes=mistakes, features=features,
+                        output_names=output_names, **shared, **more)
+    return make

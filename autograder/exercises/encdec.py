@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.calls import table_model
-from autograder.exercise import Exercise, Mistake
+from autograder.exercise import Mistake, exercise_maker
 from autograder.features import shape_features
 from autograder.transport import as_outputs
 from course_lib.attention import causal_mask, mha_forward
@@ -691,11 +691,7 @@ BEAM_MISTAKES = (
 
 
 # ============================================================================ the registry
-def _exercise(name, function, signature, cases, reference, points, mistakes, features,
-              output_names, **kw):
-    return Exercise(id=f"encdec.{name}", function=function, signature=signature, cases=cases,
-                    reference=reference, points=points, mistakes=mistakes, features=features,
-                    output_names=output_names, forbidden=FORBIDDEN, **kw)
+_exercise = exercise_maker("encdec", forbidden=FORBIDDEN)
 
 
 EXERCISES = [

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.exercise import Exercise, Mistake
+from autograder.exercise import Mistake, exercise_maker
 from autograder.features import shape_features
 from course_lib.attention import attention_forward, causal_mask, merge_heads, mha_forward, split_heads
 from course_lib.layernorm import ffn_forward, layernorm_forward
@@ -343,11 +343,7 @@ STEP_MISTAKES = (
 )
 
 
-def _exercise(name, function, signature, cases, reference, points, mistakes, features,
-              output_names, **kw):
-    return Exercise(id=f"gpt.{name}", function=function, signature=signature, cases=cases,
-                    reference=reference, points=points, mistakes=mistakes, features=features,
-                    output_names=output_names, forbidden=FORBIDDEN, **kw)
+_exercise = exercise_maker("gpt", forbidden=FORBIDDEN)
 
 
 EXERCISES = [

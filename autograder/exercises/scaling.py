@@ -8,7 +8,7 @@ The references are ``course_lib.scaling``, which the learner may not call.
 """
 from __future__ import annotations
 
-from autograder.exercise import Exercise, Mistake
+from autograder.exercise import Mistake, exercise_maker
 from autograder.features import shape_features
 from course_lib import scaling
 
@@ -297,32 +297,31 @@ TIME_FEATURES = shape_features(**{"a single device": lambda c: c["n_devices"] ==
 
 
 # ============================================================================ the registry
-def _exercise(**kwargs):
-    return Exercise(forbidden=FORBIDDEN, rtol=RTOL, atol=ATOL, **kwargs)
+_exercise = exercise_maker("scaling", forbidden=FORBIDDEN, rtol=RTOL, atol=ATOL)
 
 
 EXERCISES = [
-    _exercise(id="scaling.param_count", function="param_count",
+    _exercise("param_count", function="param_count",
               signature="param_count(n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff, tied) "
                         "-> int",
               cases=_count_cases, reference=param_count, points=3, output_names=("n_params",),
               features=COUNT_FEATURES, mistakes=COUNT_MISTAKES),
-    _exercise(id="scaling.compute", function="training_compute",
+    _exercise("compute", function="training_compute",
               signature="training_compute(n_params, n_tokens) -> (flops, pfs_days)",
               cases=_compute_cases, reference=training_compute, points=1,
               output_names=("flops", "pfs_days"), mistakes=COMPUTE_MISTAKES),
-    _exercise(id="scaling.memory", function="training_memory",
+    _exercise("memory", function="training_memory",
               signature="training_memory(n_params, bytes_per_param, master_weights) -> "
                         "(weights, gradients, master, adam, total)",
               cases=_memory_cases, reference=training_memory, points=2,
               output_names=("weights", "gradients", "master", "adam", "total"),
               features=MEMORY_FEATURES, mistakes=MEMORY_MISTAKES),
-    _exercise(id="scaling.kv_cache", function="kv_cache_bytes",
+    _exercise("kv_cache", function="kv_cache_bytes",
               signature="kv_cache_bytes(n_layers, d_model, batch, context, bytes_per_value) "
                         "-> bytes",
               cases=_kv_cases, reference=kv_cache_bytes, points=1, output_names=("bytes",),
               features=KV_FEATURES, mistakes=KV_MISTAKES),
-    _exercise(id="scaling.train_time", function="training_days",
+    _exercise("train_time", function="training_days",
               signature="training_days(flops, n_devices, peak_flops, utilisation) -> days",
               cases=_time_cases, reference=training_days, points=1, output_names=("days",),
               features=TIME_FEATURES, mistakes=TIME_MISTAKES),
