@@ -121,12 +121,27 @@ class LocalPool:
             process.close(kill=False)
 
 
+def make_task(folder: Path, student: str, assignment: str, name: str) -> Task:
+    """The job of grading ``folder/name``, with the key of its cases (never the secret)."""
+    from nbformat import v4 as nbformat_v4
+
+    from autograder.plan import submission_key
+    from autograder.submission import prepare
+
+    stamp = folder / "timestamp.txt"
+    content = (folder / name).read_bytes()
+    try:
+        key = submission_key(prepare(folder / name, assignment, name).nb)  # as the worker sees it
+    except Exception:  # the worker fails it too, and says why; its key does not matter then
+        key = submission_key(nbformat_v4.new_notebook())
+    return Task(student, assignment, name, content, job_digest(content, assignment, name),
+                stamp.read_text().strip() if stamp.exists() else None, key)
+
+
 def grade_submissions(submissions: Path, assignment: str, course_root: Path = REPO, jobs: int = 2,
                       time_limit: float = TIME_LIMIT, scheduler: str | None = None,
                       retry_failed: bool = False, progress: bool = True) -> Summary:
     """Grade what is not graded yet; return what happened (see the module doc)."""
-    from autograder.plan import secret_key
-
     isolated, note = isolation()
     if not isolated:
         print(note, file=sys.stderr)
@@ -156,11 +171,7 @@ def grade_submissions(submissions: Path, assignment: str, course_root: Path = RE
         return summary
 
     def task(student: str) -> Task:
-        folder = course_root / "submitted" / student / assignment
-        stamp = folder / "timestamp.txt"
-        content = (folder / name).read_bytes()
-        return Task(student, assignment, name, content, job_digest(content, assignment, name),
-                    stamp.read_text().strip() if stamp.exists() else None, secret_key())
+        return make_task(course_root / "submitted" / student / assignment, student, assignment, name)
 
     bar = tqdm(total=len(todo), desc=f"grading {assignment}", unit="notebook", disable=not progress,
                file=sys.stderr, dynamic_ncols=True)

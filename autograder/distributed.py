@@ -4,13 +4,15 @@ Each Dask worker thread keeps one grading process (``worker.GradingProcess``), e
 ``--jobs`` does on one machine: every submission is graded there in its own sandbox and
 the ``Outcome`` (scores, comments, autograded notebook, feedback HTML) comes back to the
 instructor's process, which alone writes the journal and the gradebook
-(``classroom.py``). A task carries the learner's file and the grader's secret, so workers
-need no shared storage, only this repository (the same commit) installed with bubblewrap.
+(``classroom.py``). A task carries the learner's file and the key its cases are drawn from
+(computed by the instructor's process from the secret and the submission's code; the secret
+never leaves it), so workers need no shared storage, only this repository (the same commit)
+installed with bubblewrap.
 
 A worker that dies takes its grading processes with it; Dask's scheduler gives its tasks to
 the other workers (up to ``distributed.scheduler.allowed-failures`` deaths per task), and
-since a submission's cases follow from the secret and its code, the regraded result is the
-one it would have had.
+since a submission's cases follow from its key, the regraded result is the one it would
+have had.
 """
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ class Task:
     content: bytes         # the file exactly as the learner submitted it
     digest: str            # identifies this grading job (submission and source), see job_digest
     timestamp: str | None  # nbgrader's timestamp.txt, when the submission has one
-    secret: bytes          # the grader's secret: the same cases on every machine
+    key: bytes             # plan.submission_key of this submission: its cases on any machine
 
 
 @dataclass
@@ -165,7 +165,7 @@ def grade_task(task: Task) -> Outcome:
     """Grade one task in this process; any error becomes a failed ``Outcome`` saying why."""
     start = time.monotonic()
     try:
-        _use_secret(task.secret)
+        _use_key(task.key)
         prepare_course(task.assignment)
         outcome = _courses[task.assignment].grade(task)
     except Exception as err:  # a worker's bug must cost one submission, not the class
@@ -176,18 +176,17 @@ def grade_task(task: Task) -> Outcome:
     return outcome
 
 
-def _use_secret(secret: bytes) -> None:
-    """Draw cases from the instructor's secret, kept in a file only this worker can read."""
-    from autograder.plan import SECRET_ENV, secret_path
+def _use_key(key: bytes) -> None:
+    """Draw this task's cases from its key, kept in a file only this worker can read."""
+    from autograder.plan import KEY_ENV
 
-    path = secret_path()
-    if path.is_file() and path.read_bytes().strip() == secret.strip():
-        return
-    fd, name = tempfile.mkstemp(prefix="ag-secret-")  # mode 0600
-    with os.fdopen(fd, "wb") as f:
-        f.write(secret)
-    atexit.register(os.unlink, name)
-    os.environ[SECRET_ENV] = name
+    name = os.environ.get(KEY_ENV)
+    if not name:
+        fd, name = tempfile.mkstemp(prefix="ag-key-")  # mode 0600
+        os.close(fd)
+        atexit.register(os.unlink, name)
+        os.environ[KEY_ENV] = name
+    Path(name).write_bytes(key)
 
 
 def _watch_parent(parent: int) -> None:

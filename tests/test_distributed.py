@@ -7,6 +7,7 @@ self), and the gradebook, autograded notebooks and feedback equal a sequential r
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import threading
 import time
@@ -93,3 +94,22 @@ def test_a_killed_worker_costs_nothing_and_the_result_equals_a_sequential_run(tm
     assert regraded and all(not o.worker.split(":")[1].startswith(f"{pid}>") for o in regraded)
     assert summary.workers == 2
     assert _state(course) == _state(sequential)
+
+
+def test_a_task_carries_its_submissions_key_never_the_secret(tmp_path):
+    """What travels to a worker (pickled, as Dask sends it) holds the key of that one submission."""
+    import pickle
+
+    from autograder.classroom import make_task
+    from autograder.plan import secret_key, submission_key
+    from autograder.submission import prepare
+
+    folder = tmp_path / "submitted" / "ada" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    shutil.copyfile(SOLUTION, folder / SOLUTION.name)
+    task = make_task(folder, "ada", ASSIGNMENT, SOLUTION.name)
+    sent = pickle.dumps(task)
+    assert secret_key() not in sent and secret_key().hex().encode() not in sent
+    assert task.key == submission_key(prepare(folder / SOLUTION.name, ASSIGNMENT, SOLUTION.name).nb)
+    (folder / SOLUTION.name).write_bytes(NOTEBOOKS.joinpath(ASSIGNMENT, SOLUTION.name).read_bytes())
+    assert make_task(folder, "ada", ASSIGNMENT, SOLUTION.name).key != task.key  # other code, other cases
