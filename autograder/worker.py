@@ -79,12 +79,13 @@ def job_digest(content: bytes, assignment: str, notebook: str) -> str:
 # --- inside the worker ------------------------------------------------------------------------
 
 SCRATCH_PREFIX = "ag-worker-"  # + pid: the parent removes what a killed worker left
+KEY_PREFIX = "ag-key-"  # + pid: the folder of the file holding the current task's key
 
 
 def scratch_dirs(pid: int) -> list[Path]:
-    """The folders a worker ``pid`` made: its scratch course and the sandboxes of its kernels."""
+    """The folders a worker ``pid`` made: its scratch course, its key's and its kernels' sandboxes."""
     return [p for base, prefix in (("/dev/shm", SCRATCH_PREFIX), (tempfile.gettempdir(), SCRATCH_PREFIX),
-                                   ("/tmp", SANDBOX_PREFIX))
+                                   (tempfile.gettempdir(), KEY_PREFIX), ("/tmp", SANDBOX_PREFIX))
             for p in Path(base).glob(f"{prefix}{pid}-*")]
 
 
@@ -182,10 +183,9 @@ def _use_key(key: bytes) -> None:
 
     name = os.environ.get(KEY_ENV)
     if not name:
-        fd, name = tempfile.mkstemp(prefix="ag-key-")  # mode 0600
-        os.close(fd)
-        atexit.register(os.unlink, name)
-        os.environ[KEY_ENV] = name
+        folder = private_dir(KEY_PREFIX)  # mode 0700
+        atexit.register(shutil.rmtree, folder, True)
+        name = os.environ[KEY_ENV] = str(folder / "key")
     Path(name).write_bytes(key)
 
 

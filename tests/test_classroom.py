@@ -174,8 +174,9 @@ def test_killed_at_random_points_it_resumes_and_ends_as_the_uninterrupted_run(gr
     assert all(graded_lines.count(s) <= 1 for s in EXPECTED), graded_lines  # none graded twice
     rows = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader((course / "grades.csv").open())}
     assert rows == EXPECTED
-    made_by = (re.fullmatch(r"ag-(?:worker|sandbox)-(\d+)-.*", Path(p).name)
-               for p in glob.glob("/dev/shm/ag-worker-*") + glob.glob("/tmp/ag-sandbox-*"))
+    made_by = (re.fullmatch(r"ag-(?:worker|sandbox|key)-(\d+)-.*", Path(p).name)
+               for pattern in ("/dev/shm/ag-worker-*", "/tmp/ag-sandbox-*", "/tmp/ag-key-*")
+               for p in glob.glob(pattern))
     orphans = [m.string for m in made_by if m and not psutil.pid_exists(int(m.group(1)))]
     assert not orphans, f"scratch left behind by killed graders: {orphans}"
 
