@@ -32,3 +32,14 @@ def learner_verdict(exercise_id, sources, namespace, key=TEST_KEY):
     cases = ex.graded_cases(key)
     results = run_cases(scope, ex.function, ex.call, cases, signature=ex.signature)
     return judge(ex, cases, results)
+
+
+def assert_bug_is_named(verdict, name, described=("differs", "raised")):
+    """A learner's bug loses points; feedback names its mistake ``name``, or, for a bug no
+    mistake models (``name`` None), says what went wrong in one of the ``described`` words."""
+    assert not verdict.full_marks
+    text = " ".join(verdict.messages)
+    if name:
+        assert name in text, verdict.messages
+    else:
+        assert any(word in text for word in described), verdict.messages

@@ -17,15 +17,10 @@ import numpy as np
 
 from autograder.exercise import Exercise, Mistake
 from autograder.features import shape_features
-from course_lib.flash.reference import (FlashCache, flash_backward, flash_forward,
+from course_lib.flash.reference import (FlashCache, finite_shift, flash_backward, flash_forward,
                                        online_softmax_stats)
 
 FORBIDDEN = ("course_lib.flash", "course_lib.attention", "torch")  # torch would bring autograd
-
-
-def _finite(m):
-    """m where finite, 0 where -inf, so that exp(-inf - 0) = 0 rather than NaN."""
-    return np.where(np.isfinite(m), m, 0.0)
 
 
 def _swapT(x):
@@ -65,7 +60,7 @@ def running_stats(s, block_k, *, rescale=1, old_max=False, block_max=False, guar
         block = s[..., start:start + block_k]
         m_new = block.max(axis=-1) if block_max else np.maximum(m, block.max(axis=-1))
         if subtract_max:
-            shift = _finite(m_new) if guard else m_new
+            shift = finite_shift(m_new) if guard else m_new
             alpha = np.exp(m - shift) ** rescale
         else:
             shift, alpha = np.zeros_like(m_new), 1.0
@@ -218,7 +213,7 @@ def tiled_forward(Q, K, V, causal=False, block_q=4, block_k=4, *, rescale_out=Tr
             S = Qi @ _swapT(K[..., k0:k0 + block_k, :]) * scale
             S = _causal_tile(S, q0, k0, offset) if causal else S
             m_new = np.maximum(m, S.max(axis=-1))
-            shift = _finite(m_new) if guard_max else m_new
+            shift = finite_shift(m_new) if guard_max else m_new
             alpha = np.ones_like(m) if alpha_after_update else np.exp(m - shift)
             P = np.exp(S - (m if old_max else shift)[..., None])
             l = alpha ** rescale_l * l + P.sum(axis=-1)
@@ -386,7 +381,7 @@ def tiled_backward(dout, Q, K, V, out, lse, causal=False, block_q=4, block_k=4, 
             S = _causal_tile(S, q0, k0, offset) if causal and mask else S
             if tile_softmax:  # "guarded": 0 for a row of -inf, as notebook 02's softmax
                 row_max = S.max(axis=-1, keepdims=True)
-                e = np.exp(S - (_finite(row_max) if tile_softmax == "guarded" else row_max))
+                e = np.exp(S - (finite_shift(row_max) if tile_softmax == "guarded" else row_max))
                 total = e.sum(axis=-1, keepdims=True)
                 A = e / (np.where(total == 0, 1.0, total) if tile_softmax == "guarded" else total)
             else:

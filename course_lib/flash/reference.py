@@ -59,7 +59,7 @@ def online_softmax_stats(s, block_size):
     for start in range(0, s.shape[-1], block_size):
         block = s[..., start:start + block_size]
         m_new = np.maximum(m, block.max(axis=-1))
-        shift = _finite(m_new)
+        shift = finite_shift(m_new)
         l = l * np.exp(m - shift) + np.exp(block - shift[..., None]).sum(axis=-1)
         m = m_new
     return m, l
@@ -68,7 +68,7 @@ def online_softmax_stats(s, block_size):
 def online_softmax(s, block_size):
     """softmax(s) along the last axis from ``online_softmax_stats`` (zeros for an all -inf row)."""
     m, l = online_softmax_stats(s, block_size)
-    return np.exp(s - _finite(m)[..., None]) / np.where(l == 0, 1.0, l)[..., None]
+    return np.exp(s - finite_shift(m)[..., None]) / np.where(l == 0, 1.0, l)[..., None]
 
 
 def flash_forward(Q, K, V, causal=False, block_q=64, block_k=64):
@@ -92,7 +92,7 @@ def flash_forward(Q, K, V, causal=False, block_q=64, block_k=64):
             S = Qi @ np.swapaxes(K[..., k0:k0 + block_k, :], -1, -2) * scale  # (..., rows, cols)
             S = _mask_tile(S, q0, k0, T_q, T_k, causal)
             m_new = np.maximum(m, S.max(axis=-1))
-            shift = _finite(m_new)
+            shift = finite_shift(m_new)
             alpha = np.exp(m - shift)  # rescales what was summed under the old maximum
             P = np.exp(S - shift[..., None])  # (..., rows, cols), 0 where masked
             l = alpha * l + P.sum(axis=-1)
@@ -132,7 +132,7 @@ def flash_backward(dout, cache):
 
 
 # ----------------------------------------------------------------------------- helpers
-def _finite(m):
+def finite_shift(m):
     """m where finite, 0 where -inf: exp(-inf - 0) = 0 instead of exp(-inf + inf) = NaN."""
     return np.where(np.isfinite(m), m, 0.0)
 

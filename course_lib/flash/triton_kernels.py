@@ -307,7 +307,7 @@ def _forward_tiles(acc, m, l, q, K, V, q0, lo, hi, T_q, T_k, scale2,
             s2 = tl.where(_visible(q_idx[:, None], k_idx[None, :], T_q, T_k, CAUSAL), s2,
                           float("-inf"))
         m_new = tl.maximum(m, tl.max(s2, 1))
-        shift = tl.where(m_new == float("-inf"), 0.0, m_new)  # reference._finite: no -inf - -inf
+        shift = tl.where(m_new == float("-inf"), 0.0, m_new)  # reference.finite_shift: no -inf - -inf
         alpha = tl.math.exp2(m - shift)  # rescales what was summed under the old maximum
         p = tl.math.exp2(s2 - shift[:, None])  # (BLOCK_M, BLOCK_N), 0 where masked
         l = alpha * l + tl.sum(p, 1)
