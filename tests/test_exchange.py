@@ -60,15 +60,17 @@ def site():
 
 
 def _hidden_ancestor(path: Path) -> Path | None:
-    """The outermost folder above ``path`` that other users cannot enter (/root, or the 0700
-    folder mktemp makes around a CI checkout), if any."""
-    return next((p for p in reversed(path.parents) if not p.stat().st_mode & stat.S_IXOTH), None)
+    """The outermost folder, ``path`` itself included, that other users cannot enter (/root, or
+    the 0700 folder mktemp makes for a CI checkout, or holds it), if any."""
+    return next((p for p in (*reversed(path.parents), path) if not p.stat().st_mode & stat.S_IXOTH), None)
 
 
 def _shown_to_learners() -> list[str]:
     """bubblewrap arguments that let a learner's uid run the course's Python: each folder closed
-    to them above the Python installation, the virtual environment or the checkout (its
-    editable install) becomes an empty tmpfs with just those trees bound back, read-only."""
+    to them on the way to the Python installation, the virtual environment or the checkout (its
+    editable install) becomes an empty tmpfs with just those trees bound back, read-only (a
+    closed folder that is itself one of them is bound back entry by entry, since a bind keeps
+    its mode)."""
     needed = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), SOLUTIONS.parent.resolve()}
     needed = {p for p in needed if not any(q in p.parents for q in needed)}  # outermost only
     hidden = {p: _hidden_ancestor(p) for p in needed}
@@ -78,7 +80,8 @@ def _shown_to_learners() -> list[str]:
     for folder in sorted({h for h in hidden.values() if h}):
         args += ["--perms", "0755", "--tmpfs", str(folder)]
     for path in sorted(p for p, h in hidden.items() if h):
-        args += ["--ro-bind", str(path), str(path)]
+        for shown in (sorted(path.iterdir()) if path == hidden[path] else [path]):
+            args += ["--ro-bind", str(shown), str(shown)]
     return [*args, "--"]
 
 
