@@ -348,25 +348,32 @@ def which_cases(ex: Exercise, failing: list, passing: list) -> str | None:
     return None
 
 
-def diagnose(ex: Exercise, failing: list, passing: list) -> list[str]:
-    """Specific messages about the ``failing`` (case, got, want) triples; [] when none applies.
+def diagnose(ex: Exercise, failing: list, passing: list) -> tuple[list[str], str | None]:
+    """Messages about the ``failing`` (case, got, want) triples, and their kind: "specific"
+    (what the mistake is), "pinpoint" (where it is: which output, position or kind of case),
+    or None when nothing applies.
 
     ``passing``: the cases that matched, for the comparison of features.
     """
     failing = [f for f in failing if len(f[1]) == len(f[2])]
     if not failing:
-        return []
+        return [], None
     wrong = _wrong_outputs(ex, failing)
     messages = [m for m in [which_outputs(ex, failing, wrong)] if m]
+    kind = "pinpoint" if messages else None
     if not wrong:
-        return messages
+        return messages, kind
     steps = [lambda: held_constant(ex, failing, wrong), lambda: outputs_in_wrong_order(ex, failing, wrong)]
     steps += [lambda k=k: transformed_output(ex, failing, k) for k in wrong[:2]]
     steps += [lambda: changed_inputs(ex, failing, wrong)]
-    steps += [lambda k=k: where_wrong(ex, failing, k) for k in wrong[:2]]
     for step in steps:
         found = step()
         if found:
-            return messages + [found]
-    found = which_cases(ex, failing, passing)
-    return messages + ([found] if found else [])
+            return messages + [found], "specific"
+    steps = [lambda k=k: where_wrong(ex, failing, k) for k in wrong[:2]]
+    steps += [lambda: which_cases(ex, failing, passing)]
+    for step in steps:
+        found = step()
+        if found:
+            return messages + [found], "pinpoint"
+    return messages, kind

@@ -26,6 +26,9 @@ class Verdict:
     passed: int
     total: int
     messages: list[str] = field(default_factory=list)
+    # what the messages say about a wrong answer: "listed" (a registered Mistake), "specific"
+    # (what the mistake is), "pinpoint" (only where it is), None (nothing beyond the count)
+    kind: str | None = None
 
     @property
     def full_marks(self) -> bool:
@@ -109,8 +112,10 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False) -> Ver
     mistake = identify_mistake(ex, failing)
     if mistake is not None:
         verdict.messages.append(mistake.message())
+        verdict.kind = "listed"
     elif failing:
-        verdict.messages += diagnose(ex, failing, passing)
+        messages, verdict.kind = diagnose(ex, failing, passing)
+        verdict.messages += messages
     if errors:
         verdict.messages.append(f"{len(errors)} case(s) raised an error, e.g. {errors[0]}")
     verdict.messages.append(f"{verdict.passed} of {len(cases)} cases match the reference.")
