@@ -71,6 +71,10 @@ class Exercise:
                feature of a hidden case must appear in a public case (a test checks).
     dims:      ``dims(case) -> {"d_k": 4, "T": 5}``: named sizes, so that feedback can say
                "off by a factor sqrt(d_k)" (``diagnose``).
+    equivalent: ``{mutant id: reason}``: mutants of the reference (``autograder.mutation``)
+               that no legitimate case can tell from it, each with a one-line reason a
+               reviewer can check; every other mutant must lose points on the graded cases
+               under every key (``autograder.adequacy``, ``tests/test_mutation_adequacy.py``).
     held_constant: for a backward pass, ``{"the mean": fn}`` where ``fn(**case)`` returns the
                gradients with that quantity of the forward held constant; feedback names the
                missing term when the learner's gradients match one.
@@ -92,6 +96,7 @@ class Exercise:
     features: Callable[[Case], Sequence[str]] | None = None
     dims: Callable[[Case], dict] | None = None
     held_constant: dict = field(default_factory=dict)
+    equivalent: dict = field(default_factory=dict)
 
     def _rng(self, label: str, key: bytes | None) -> np.random.Generator:
         message = f"{self.id}/{label}".encode()
