@@ -29,9 +29,17 @@ def plain(namespace: Namespace, function: str, case: dict):
     return learner_function(namespace, function)(**case)
 
 
+class NotATuple(TypeError):
+    """The learner's layer returned one value where the exercise asks for a tuple."""
+
+
 def first_output(namespace: Namespace, function: str, case: dict):
     """The first returned value only, e.g. ``out`` of a layer's ``(out, cache)``."""
-    return learner_function(namespace, function)(**case)[0]
+    result = learner_function(namespace, function)(**case)
+    if not isinstance(result, (tuple, list)):  # [0] of an array would be its first row
+        raise NotATuple(f"`{function}` returned a single {type(result).__name__}; the exercise asks "
+                        "for a tuple whose first element is the output, e.g. `return out, cache`")
+    return result[0]
 
 
 def layernorm_backward(namespace: Namespace, function: str, case: dict):

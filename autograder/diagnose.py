@@ -64,18 +64,40 @@ def _sizes(ex: Exercise, case: dict) -> dict[str, int]:
     return sizes
 
 
-CONSTANTS = {"2": 2.0, "1/2": 0.5, "3": 3.0, "1/3": 1 / 3, "4": 4.0, "1/4": 0.25,
-             "ln 2": math.log(2), "1/ln 2": 1 / math.log(2)}
+def _recognisable() -> dict[str, float]:
+    """Factors a learner's slip produces, by name: small integers, natural constants, the
+    bases of logarithms, powers of ten, and units (bytes, bits, time, percent)."""
+    named = {"2": 2.0, "3": 3.0, "4": 4.0, "ln 2": math.log(2), "ln 10": math.log(10),
+             "log10(2)": math.log10(2), "(ln 2)^2": math.log(2) ** 2, "e": math.e, "π": math.pi,
+             "2π": 2 * math.pi, "8 (bits per byte)": 8.0, "100 (a percentage)": 100.0,
+             "2^10 = 1024 (KiB vs kB)": 1024.0, "2^20 (bytes per MiB)": 2.0 ** 20,
+             "2^30 (bytes per GiB)": 2.0 ** 30, "2^40 (bytes per TiB)": 2.0 ** 40,
+             "10^9 / 2^30 (GB vs GiB)": 1e9 / 2 ** 30, "60": 60.0, "24 (hours per day)": 24.0,
+             "3600 (seconds per hour)": 3600.0, "86400 (seconds per day)": 86400.0,
+             "365 (days per year)": 365.0}
+    named.update({f"10^{k}": 10.0 ** k for k in (1, 2, 3, 6, 9, 12, 15, 18)})
+    out = {}
+    for label, value in named.items():
+        out[label] = value
+        inverse = label[1:] if label.startswith("1/") else f"1/{label}" if " " not in label else f"1/({label})"
+        out.setdefault(inverse, 1 / value)
+    return out
 
 
-def _factors(ex: Exercise, case: dict) -> dict[str, float]:
-    """label -> value: each named size n as n, sqrt(n), 1/n, 1/sqrt(n), then constants."""
+CONSTANTS = _recognisable()
+
+
+SMALL = {k: CONSTANTS[k] for k in ("2", "1/2", "3", "1/3", "4", "1/4", "ln 2", "1/(ln 2)")}
+
+
+def _factors(ex: Exercise, case: dict, constants: dict = CONSTANTS) -> dict[str, float]:
+    """label -> value: each named size n as n, sqrt(n), 1/n, 1/sqrt(n), then ``constants``."""
     out = {}
     for name, n in _sizes(ex, case).items():
         if n > 1:
             out.update({name: n, f"sqrt({name})": math.sqrt(n), f"1/{name}": 1 / n,
                         f"1/sqrt({name})": 1 / math.sqrt(n)})
-    out.update(CONSTANTS)
+    out.update(constants)
     return out
 
 
@@ -129,7 +151,7 @@ def _matches(got: tuple, other: tuple | None, ks: list[int], rtol=RTOL, atol=ATO
 def _input_changes(ex: Exercise, case: dict) -> dict[str, dict]:
     """label -> changed case: the inputs a bug may have changed before the right formula."""
     changes = {}
-    factors = _factors(ex, case)
+    factors = _factors(ex, case, SMALL)  # an input scaled by 10^18 would not finish
     arrays = [(n, v) for n, v in case.items() if isinstance(v, np.ndarray) and v.dtype.kind == "f"]
     for (a, x), (b, y) in itertools.combinations(arrays, 2):
         if x.shape == y.shape:
@@ -181,7 +203,8 @@ def changed_inputs(ex: Exercise, failing: list, wrong: list[int]) -> str | None:
             continue
         if all(_matches(got, safe_outputs(ex.reference, changes[label]), wrong)
                for (case, got, _), changes in zip(failing, per_case)):
-            return (f"Your {_listed(ex, wrong)} is what the right formula gives with {label}: look at where "
+            verb = "is" if len(wrong) == 1 else "are"
+            return (f"Your {_listed(ex, wrong)} {verb} what the right formula gives with {label}: look at where "
                     f"your code uses {label.split('`')[1]}.")
     return None
 
@@ -213,7 +236,8 @@ def transformed_output(ex: Exercise, failing: list, k: int) -> str | None:
             if label:
                 return (f"{name} equals the reference multiplied by {label}: a factor "
                         f"{label} is missing or extra.")
-            if len(ratios) > 1 and all(abs(r - ratios[0]) <= 1e-6 * abs(ratios[0]) for r in ratios):
+            if len(ratios) > 1 and all(abs(r - ratios[0]) <= 1e-6 * abs(ratios[0]) for r in ratios) \
+                    and abs(ratios[0] - 1) > 1e-3:
                 return f"{name} equals the reference multiplied by {ratios[0]:.4g}: a constant factor is off."
     if all(g.shape == w.shape and np.isfinite(g).all() and np.isfinite(w).all() for _, g, w in pairs):
         offsets = [(g.astype(np.float64) - w).ravel() for _, g, w in pairs]
@@ -244,6 +268,7 @@ def _reordered(pairs) -> str | None:
 
 
 def _ratio(g: np.ndarray, w: np.ndarray) -> float | None:
+    g, w = g.astype(np.float64), w.astype(np.float64)  # an int64 dot product would wrap around
     ok = np.isfinite(g) & np.isfinite(w)
     if not ok.all() or not np.any(w):
         return None
@@ -348,12 +373,38 @@ def which_cases(ex: Exercise, failing: list, passing: list) -> str | None:
     return None
 
 
-def diagnose(ex: Exercise, failing: list, passing: list) -> tuple[list[str], str | None]:
+def rounding(ex: Exercise, failing: list) -> str | None:
+    """A message when every wrong output is off by rounding-sized amounts only (float32
+    arithmetic, another order of sums): no formula is wrong, so no other diagnosis applies."""
+    worst = 0.0
+    for _, got, want in failing:
+        if len(got) != len(want):
+            return None
+        for g, w in zip(got, want):
+            if g.shape != w.shape or g.dtype == bool or w.dtype == bool or w.size == 0:
+                return None
+            if not (np.isfinite(g).all() and np.isfinite(w).all()):
+                return None
+            scale = float(np.max(np.abs(w.astype(np.float64))))
+            err = float(np.max(np.abs(g.astype(np.float64) - w))) if g.size else 0.0
+            if scale == 0 or err > ROUNDING * scale:
+                return None
+            worst = max(worst, err / scale)
+    return (f"Your outputs differ from the reference by rounding-sized amounts only (at most "
+            f"{worst:.1g} of the largest entry), more than the tolerance allows: is something "
+            "computed in float32 (an input cast with `astype`, `np.float32`)? Keep float64 throughout.")
+
+
+ROUNDING = 3e-6  # relative to the output's largest entry: float32 arithmetic, not a formula
+
+
+def diagnose(ex: Exercise, failing: list, passing: list, raised: list = ()) -> tuple[list[str], str | None]:
     """Messages about the ``failing`` (case, got, want) triples, and their kind: "specific"
     (what the mistake is), "pinpoint" (where it is: which output, position or kind of case),
     or None when nothing applies.
 
-    ``passing``: the cases that matched, for the comparison of features.
+    ``passing``: the cases that matched, for the comparison of features; ``raised``: the
+    cases that raised an error (they count as failing when saying which kind of case fails).
     """
     failing = [f for f in failing if len(f[1]) == len(f[2])]
     if not failing:
@@ -371,7 +422,7 @@ def diagnose(ex: Exercise, failing: list, passing: list) -> tuple[list[str], str
         if found:
             return messages + [found], "specific"
     steps = [lambda k=k: where_wrong(ex, failing, k) for k in wrong[:2]]
-    steps += [lambda: which_cases(ex, failing, passing)]
+    steps += [lambda: which_cases(ex, failing + [(c, None, None) for c in raised], passing)]
     for step in steps:
         found = step()
         if found:

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from autograder.diagnose import close_per_output, diagnose, safe_outputs
+from autograder.diagnose import close_per_output, diagnose, rounding, safe_outputs
 from autograder.exercise import Exercise
+from autograder.explain import explain
 from autograder.features import in_words
 from autograder.hints import returned_tuple_hint
 from autograder.transport import NOT_IMPLEMENTED, as_outputs
@@ -36,7 +37,20 @@ class Verdict:
 
 
 def _close(ex: Exercise, got: tuple, want: tuple, equal_nan: bool = False) -> bool:
-    return len(got) == len(want) and all(close_per_output(ex, got, want, equal_nan))
+    return len(got) == len(want) and all(close_per_output(ex, got, want, equal_nan)) and \
+        not any(_kind_promised(g, w) for g, w in zip(got, want))
+
+
+def _kind_promised(g: np.ndarray, w: np.ndarray) -> str | None:
+    """What the exercise promises that ``g`` is not: a boolean or an integer array (the
+    reference's kind), or None. Scalars may be any number; float arrays any float."""
+    if w.ndim == 0:
+        return None
+    if w.dtype == bool and g.dtype != bool:
+        return "a boolean array"
+    if w.dtype.kind in "iu" and g.dtype.kind not in "iu":
+        return "an integer array"
+    return None
 
 
 def describe_difference(ex: Exercise, got: tuple, want: tuple, reveal: bool = True) -> str:
@@ -52,6 +66,10 @@ def describe_difference(ex: Exercise, got: tuple, want: tuple, reveal: bool = Tr
         name = ex.name_of(i)
         if g.shape != w.shape:
             return f"`{name}` has shape {g.shape}, expected {w.shape}"
+        promised = _kind_promised(g, w)
+        if promised:
+            return (f"`{name}` has dtype {g.dtype}; the exercise asks for {promised} "
+                    f"({w.dtype.name}), e.g. `np.zeros(shape, dtype={'bool' if w.dtype == bool else 'int'})`")
         if not np.all(np.isfinite(g)) and np.all(np.isfinite(w)):
             where = tuple(int(j) for j in np.argwhere(~np.isfinite(g))[0])
             return f"`{name}` contains NaN or inf" + (f" (first at index {where})" if reveal else "") \
@@ -88,16 +106,17 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False) -> Ver
                                 "run the graded cell unchanged.")
         return verdict
 
-    failing, passing, first_problem, errors = [], [], None, []
+    failing, passing, first_problem, errors, raised = [], [], None, [], []
     for i, (case, got) in enumerate(zip(cases, results)):
         want = as_outputs(ex.reference(**case))
         label = f"{'case' if public else 'hidden case'} {i + 1} ({in_words(ex.describe(case))})"
         if isinstance(got, str):
             errors.append(got if got == NOT_IMPLEMENTED else f"{label}: {got}")
+            raised.append(case)
             continue
         if _close(ex, got, want):
             verdict.passed += 1
-            passing.append(case)
+            passing.append((case, got))
         else:
             failing.append((case, got, want))
             first_problem = first_problem or f"{label}: {describe_difference(ex, got, want, public)}"
@@ -114,14 +133,29 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False) -> Ver
         verdict.messages.append(mistake.message())
         verdict.kind = "listed"
     elif failing:
-        messages, verdict.kind = diagnose(ex, failing, passing)
-        verdict.messages += messages
+        verdict.messages, verdict.kind = _unlisted(ex, failing, passing, raised)
+    verdict.messages = list(verdict.messages)
     if errors:
         verdict.messages.append(f"{len(errors)} case(s) raised an error, e.g. {errors[0]}")
     verdict.messages.append(f"{verdict.passed} of {len(cases)} cases match the reference.")
     if first_problem:
         verdict.messages.append("First difference, " + first_problem + ".")
     return verdict
+
+
+def _unlisted(ex: Exercise, failing: list, passing: list, raised: list) -> tuple[list[str], str | None]:
+    """Messages for a wrong answer no registered mistake explains, and their kind: tiny
+    differences are rounding; then one mutant of the reference that fits every case
+    (``explain``, unless some cases raised: it would have to fit those too); then the
+    generic diagnoses (``diagnose``)."""
+    small = rounding(ex, failing)
+    if small:
+        return [small], "pinpoint"
+    if not raised:
+        named = explain(ex, failing, passing)
+        if named:
+            return [named], "specific"
+    return diagnose(ex, failing, [c for c, _ in passing], raised)
 
 
 def _detects(mistake, case, got, want) -> bool:

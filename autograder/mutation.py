@@ -194,6 +194,32 @@ def _shown(node, public) -> str:
     return f"`{text}`" if len(text) <= 24 and names <= public else ""
 
 
+def _in_context(node, new, parents, public) -> str | None:
+    """"`after` where `before` belongs", for the largest short expression around ``node``
+    that names only what the learner also names; None when there is none."""
+    best, up = None, node
+    while isinstance(up, ast.expr):
+        text = ast.unparse(up)
+        names = {n.id for n in ast.walk(up) if isinstance(n, ast.Name)} - {"np", "math"}
+        if len(text) > 40:
+            break
+        if names <= public and up is not node:
+            best = up
+        up = parents.get(id(up))
+    if best is None:
+        return None
+    twin = copy.deepcopy(best)
+    spot = list(ast.walk(best)).index(node)
+    target = list(ast.walk(twin))[spot]
+    for parent in ast.walk(twin):
+        for field, value in ast.iter_fields(parent):
+            if value is target:
+                setattr(parent, field, new)
+            elif isinstance(value, list) and any(v is target for v in value):
+                value[[v is target for v in value].index(True)] = new
+    return f"`{ast.unparse(twin)}` where `{ast.unparse(best)}` belongs"
+
+
 def _keyword(node: ast.Call, name):
     return next((k for k in node.keywords if k.arg == name), None)
 
@@ -206,6 +232,7 @@ def _changes(tree: ast.FunctionDef, public: set[str]) -> list[_Site]:
              for t in ast.walk(n.target if not isinstance(n, ast.Assign) else ast.Tuple(n.targets))
              if isinstance(t, ast.Name)}
     variables = sorted(set(params) | local)
+    parents = {id(child): parent for parent in nodes for child in ast.iter_child_nodes(parent)}
     sites = []
 
     def add(node, new, family, words):
@@ -322,7 +349,8 @@ def _changes(tree: ast.FunctionDef, public: set[str]) -> list[_Site]:
             if v in (1, 0.5, 2):
                 options |= {2 if v != 2 else 1, 0.5 if v != 0.5 else 2}
             for new_v in sorted(o for o in options if o != v):
-                add(node, ast.Constant(new_v), "constant", f"the constant {v:g} is {new_v:g} in your code")
+                shown = _in_context(node, ast.Constant(new_v), parents, public)
+                add(node, ast.Constant(new_v), "constant", shown or f"the constant {v:g} is {new_v:g} in your code")
         elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
             for part in ("lower", "upper"):
                 bound = getattr(node.slice, part)
@@ -340,9 +368,10 @@ def _changes(tree: ast.FunctionDef, public: set[str]) -> list[_Site]:
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in variables:
             for other in variables:
                 if other != node.id:
-                    add(node, ast.Name(other, ast.Load()), "variable",
+                    shown = _in_context(node, ast.Name(other, ast.Load()), parents, public | {other})
+                    add(node, ast.Name(other, ast.Load()), "variable", shown or (
                         f"`{other}` is used where `{node.id}` belongs" if node.id in public and other in public
-                        else "one variable is used where another belongs")
+                        else "one variable is used where another belongs"))
         if isinstance(node, (ast.FunctionDef, ast.For, ast.If, ast.With)):
             sites += _statement_changes(node, index, nodes)
     return sites
