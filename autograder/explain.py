@@ -53,8 +53,12 @@ def _outputs(fn, case, timed: bool) -> tuple | None:
         return None
 
 
-def _equal(ex: Exercise, got: tuple, other: tuple | None) -> bool:
-    if other is None or len(other) != len(got):
+def _equal(ex: Exercise, got: tuple | None, other: tuple | None) -> bool:
+    """Equal within the exercise's tolerance; ``got`` None (the learner's code raised) is
+    equalled by a mutant that raises too."""
+    if got is None or other is None:
+        return got is None and other is None
+    if len(other) != len(got):
         return False
     for g, o in zip(got, other):
         if g.shape != o.shape:
@@ -147,14 +151,15 @@ def matching(ex: Exercise, pairs: list, budget: float = BUDGET_SECONDS) -> list 
     return None if found is None else [every[i] for i in found]
 
 
-def explain(ex: Exercise, failing: list, passing: list) -> str | None:
+def explain(ex: Exercise, failing: list, passing: list, raised: list = ()) -> str | None:
     """One sentence naming the change that turns the reference into the learner's code, or None.
 
-    ``failing``: (case, got, want) triples; ``passing``: (case, got) pairs.
+    ``failing``: (case, got, want) triples; ``passing``: (case, got) pairs; ``raised``: the
+    cases on which the learner's code raised (a mutant must raise there too).
     """
     if not failing or sum(int(np.size(w)) for _, _, want in failing for w in want) < 3:
         return None  # one or two numbers fit too many changes by chance
-    found = matching(ex, [(c, g) for c, g, _ in failing] + list(passing))
+    found = matching(ex, [(c, g) for c, g, _ in failing] + [(c, None) for c in raised] + list(passing))
     if not found:
         return None
     sites = {(m.host, m.site, m.family) for m in found}

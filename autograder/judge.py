@@ -151,11 +151,28 @@ def _unlisted(ex: Exercise, failing: list, passing: list, raised: list) -> tuple
     small = rounding(ex, failing)
     if small:
         return [small], "pinpoint"
-    if not raised:
-        named = explain(ex, failing, passing)
-        if named:
-            return [named], "specific"
+    kinds = _dtype_only(ex, failing)
+    if kinds:
+        return [kinds], "specific"
+    named = explain(ex, failing, passing, raised)
+    if named:
+        return [named], "specific"
     return diagnose(ex, failing, [c for c, _ in passing], raised)
+
+
+def _dtype_only(ex: Exercise, failing: list) -> str | None:
+    """A message when every failing output holds the right numbers in the wrong kind of array."""
+    promised = set()
+    for _, got, want in failing:
+        if len(got) != len(want) or not all(close_per_output(ex, got, want)):
+            return None
+        promised |= {(i, p) for i, (g, w) in enumerate(zip(got, want)) for p in [_kind_promised(g, w)] if p}
+    if not promised:
+        return None
+    i, kind = sorted(promised)[0]
+    return (f"`{ex.name_of(i)}` holds the right numbers, but the exercise asks for {kind}: create it "
+            f"with `dtype={'bool' if 'boolean' in kind else 'int'}` or convert it with "
+            f"`.astype({'bool' if 'boolean' in kind else 'int'})`.")
 
 
 def _detects(mistake, case, got, want) -> bool:

@@ -34,7 +34,7 @@ from autograder.exercise import Exercise
 
 FOLLOW = ("course_lib.", "autograder.exercises.")  # whose functions are the reference's code
 DEPTH = 2          # calls followed below the first function that does more than call another
-MAX_PER_HOST = 400  # a bound on the mutants of one function (a long reference)
+MAX_PER_HOST = 1500  # a bound on the mutants of one function (a long reference)
 
 _FLIPS = {"max": "min", "min": "max", "argmax": "argmin", "argmin": "argmax", "maximum": "minimum",
           "minimum": "maximum", "sum": "mean", "mean": "sum", "exp": "exp2", "exp2": "exp",
@@ -79,6 +79,11 @@ def _source_tree(fn) -> ast.FunctionDef | None:
         return None
     node.decorator_list = []
     return node
+
+
+def _qualified(fn) -> str:
+    """A host's full name: a registry wrapper and the course function it wraps may share one."""
+    return f"{fn.__module__}.{fn.__qualname__}"
 
 
 def _ours(obj) -> bool:
@@ -227,6 +232,7 @@ def _keyword(node: ast.Call, name):
 def _changes(tree: ast.FunctionDef, public: set[str]) -> list[_Site]:
     nodes = list(ast.walk(tree))
     index = {id(n): i for i, n in enumerate(nodes)}
+    in_signature = {id(n) for n in ast.walk(tree.args)}  # defaults: the caller passes them
     params = [a.arg for a in tree.args.args + tree.args.kwonlyargs]
     local = {t.id for n in nodes if isinstance(n, (ast.Assign, ast.AugAssign, ast.For, ast.AnnAssign))
              for t in ast.walk(n.target if not isinstance(n, ast.Assign) else ast.Tuple(n.targets))
@@ -245,11 +251,13 @@ def _changes(tree: ast.FunctionDef, public: set[str]) -> list[_Site]:
         return new
 
     for node in nodes:
+        if id(node) in in_signature:
+            continue
         if isinstance(node, ast.Call):
             name = _call_name(node)
             what = f"`{name}`" if name else "a call"
             axis = _keyword(node, "axis")
-            if axis is not None and isinstance(axis.value, (ast.Constant, ast.UnaryOp, ast.Tuple)):
+            if axis is not None and isinstance(axis.value, (ast.Constant, ast.UnaryOp, ast.Tuple, ast.Name)):
                 old = ast.unparse(axis.value)
                 for new_axis in ("-1", "-2", "0", "1", "(-2, -1)", None):
                     if new_axis == old:
@@ -303,6 +311,18 @@ def _changes(tree: ast.FunctionDef, public: set[str]) -> list[_Site]:
                         add(node, clone(node, args=args), "bound",
                             f"a loop's {end} is off by one ({'one step too far' if step > 0 else 'one step short'})"
                             if end == "end" else f"a loop starts one step {'late' if step > 0 else 'early'}")
+            if len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.BinOp) \
+                    and name not in ("range", "len", "float", "int"):
+                inner = node.args[0]
+                moved = ast.BinOp(clone(node, args=[copy.deepcopy(inner.left)]), inner.op, copy.deepcopy(inner.right))
+                shown = _in_context(node, moved, parents, public)
+                add(node, moved, "brackets", f"a closing bracket is misplaced: {what} applies to part of its "
+                    "argument only" + (f" ({shown})" if shown else ""))
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
+            target = ast.unparse(node.target)
+            add(node, ast.Assign([copy.deepcopy(node.target)], copy.deepcopy(node.value)), "statement",
+                f"a value is overwritten where it should be accumulated (`=` in place of `{_OPS[type(node.op)]}=`"
+                + (f" for `{target}`)" if len(target) <= 24 else ")"))
         elif isinstance(node, ast.Attribute) and node.attr == "T" and isinstance(node.ctx, ast.Load):
             add(node, copy.deepcopy(node.value), "transpose", "a transpose (`.T`) is missing")
         elif isinstance(node, ast.BinOp) and type(node.op) in _OPS:
@@ -329,7 +349,7 @@ def _changes(tree: ast.FunctionDef, public: set[str]) -> list[_Site]:
                 if not isinstance(child, ast.BinOp) or type(child.op) not in _PREC:
                     continue
                 outer, inner = _PREC[type(node.op)], _PREC[type(child.op)]
-                if right and outer >= inner and not (type(node.op) is type(child.op) and op in "+*"):
+                if right and outer >= inner and not isinstance(node.op, (ast.Add, ast.Mult)):  # a+(b-c) = a+b-c
                     new = ast.BinOp(ast.BinOp(copy.deepcopy(node.left), node.op, copy.deepcopy(child.left)),
                                     child.op, copy.deepcopy(child.right))
                 elif not right and outer > inner:
@@ -339,7 +359,13 @@ def _changes(tree: ast.FunctionDef, public: set[str]) -> list[_Site]:
                     continue
                 add(node, new, "brackets", "brackets are missing or misplaced, so the operators apply in another order")
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            add(node, copy.deepcopy(node.operand), "sign", "a minus sign is missing")
+            if isinstance(node.operand, ast.Constant):  # an index or an axis counted from the other end
+                add(node, copy.deepcopy(node.operand), "constant",
+                    _in_context(node, copy.deepcopy(node.operand), parents, public) or
+                    f"{ast.unparse(node.operand)} is used where {ast.unparse(node)} belongs")
+            else:
+                add(node, copy.deepcopy(node.operand), "sign", f"a minus sign is missing"
+                    + (f" (before {_shown(node.operand, public)})" if _shown(node.operand, public) else ""))
         elif isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMP:
             new_op, a, b = _CMP[type(node.ops[0])]
             add(node, clone(node, ops=[new_op()]), "compare", f"`{b}` is used where `{a}` belongs (a boundary case)")
@@ -365,6 +391,15 @@ def _changes(tree: ast.FunctionDef, public: set[str]) -> list[_Site]:
                     setattr(new.slice, part, new_bound)
                     add(node, new, "bound", f"a slice {'starts' if part == 'lower' else 'ends'} one place "
                         f"{'too late' if (step > 0) == (part == 'lower') else 'too early'}")
+            if node.slice.upper is not None and node.slice.step is None:  # the whole window moved
+                for step in (1, -1):
+                    new = copy.deepcopy(node)
+                    lower = node.slice.lower if node.slice.lower is not None else ast.Constant(0)
+                    op = ast.Add() if step > 0 else ast.Sub()
+                    new.slice.lower = ast.BinOp(copy.deepcopy(lower), op, ast.Constant(1))
+                    new.slice.upper = ast.BinOp(copy.deepcopy(node.slice.upper), op, ast.Constant(1))
+                    add(node, new, "bound", f"a slice is shifted one place {'later' if step > 0 else 'earlier'} "
+                        "(it starts and ends one place off)")
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in variables:
             for other in variables:
                 if other != node.id:
@@ -406,26 +441,46 @@ def _statement_changes(owner, index, nodes) -> list[_Site]:
     return sites
 
 
-def _apply(tree: ast.FunctionDef, site: _Site) -> ast.FunctionDef:
-    """A copy of ``tree`` with node ``site.index`` replaced by ``site.new``."""
-    if site.index == 0:
-        return copy.deepcopy(site.new)
-    new_tree = copy.deepcopy(tree)
-    nodes = list(ast.walk(new_tree))
-    target = nodes[site.index]
-    for parent in nodes:
+def _slots(tree: ast.FunctionDef) -> list:
+    """Per node (``ast.walk`` order): (parent, field, position in a list field or None)."""
+    where = {}
+    for parent in ast.walk(tree):
         for field, value in ast.iter_fields(parent):
-            if value is target:
-                setattr(parent, field, copy.deepcopy(site.new))
-                return new_tree
-            if isinstance(value, list) and any(v is target for v in value):
-                value[[v is target for v in value].index(True)] = copy.deepcopy(site.new)
-                return new_tree
-    raise ValueError("node not found")
+            if isinstance(value, ast.AST):
+                where[id(value)] = (parent, field, None)
+            elif isinstance(value, list):
+                for k, v in enumerate(value):
+                    if isinstance(v, ast.AST):
+                        where[id(v)] = (parent, field, k)
+    return [where.get(id(n)) for n in ast.walk(tree)]
+
+
+def _put(slot, node):
+    parent, field, k = slot
+    if k is None:
+        setattr(parent, field, node)
+    else:
+        getattr(parent, field)[k] = node
+
+
+def _compile_changed(fn, tree: ast.FunctionDef, slots: list, site: _Site, **extra):
+    """``fn`` compiled with node ``site.index`` of ``tree`` replaced by ``site.new``: the node
+    is swapped in place for the compilation and back after it (no copy of the whole tree)."""
+    new = copy.deepcopy(site.new)
+    if site.index == 0:
+        return _compile(fn, ast.fix_missing_locations(new), **extra)
+    slot = slots[site.index]
+    old = getattr(slot[0], slot[1]) if slot[2] is None else getattr(slot[0], slot[1])[slot[2]]
+    ast.fix_missing_locations(ast.copy_location(new, old))
+    _put(slot, new)
+    try:
+        return _compile(fn, tree, **extra)
+    finally:
+        _put(slot, old)
 
 
 def _compile(fn, tree: ast.FunctionDef, **extra):
-    module = ast.fix_missing_locations(ast.Module([tree], []))
+    module = ast.Module([tree], [])
     scope = dict(fn.__globals__, **extra)
     exec(compile(module, f"<mutant of {fn.__qualname__}>", "exec"), scope)
     new = scope[tree.name]
@@ -433,11 +488,20 @@ def _compile(fn, tree: ast.FunctionDef, **extra):
     return new
 
 
+GLOSSARY = {"B", "T", "T_q", "T_k", "d_model", "n_heads", "d_k", "d_v", "d_ff", "vocab_size", "X",
+            "Q", "K", "V", "S", "A", "mask", "out", "P", "dout", "dQ", "dK", "dV", "dA", "dS",
+            "block_q", "block_k", "m", "l", "lse"}  # course_lib/README.md's glossary
+
+
 def _public_names(ex: Exercise) -> set[str]:
-    """Names the learner's code shares with the reference: the signature's and the outputs'."""
-    head = ex.signature.split("->")[0]
-    words = {w.strip(" *") for part in head[head.find("(") + 1:].split(",") for w in [part.split("=")[0]]}
-    return {w for w in words if w.isidentifier()} | set(ex.output_names)
+    """Names the learner's code shares with the reference: the signature's, the outputs' and
+    the course glossary's."""
+    head, _, tail = ex.signature.partition("->")
+    inside = head[head.find("(") + 1:head.rfind(")")]
+    words = {part.split("=")[0].strip(" *") for part in inside.split(",")}
+    returned = tail.split("(")[1].split(")")[0] if tail.strip().startswith("(") else tail.split("(")[0]
+    words |= {w.strip() for w in returned.split(",")}
+    return {w for w in words if w.isidentifier()} | set(ex.output_names) | GLOSSARY
 
 
 _MADE: dict[str, tuple] = {}
@@ -455,10 +519,10 @@ def _make(ex: Exercise) -> tuple[Mutant, ...]:
     public = _public_names(ex)
     for host in hosts(ex.reference):
         tree = _source_tree(host)
+        slots = _slots(tree)
         for site in _changes(tree, public)[:MAX_PER_HOST]:
             try:
-                new_tree = _apply(tree, site)
-                fn = _rebuild(ex.reference, host, _compile(host, new_tree), {})
+                fn = _rebuild(ex.reference, host, _compile_changed(host, tree, slots, site), {})
             except Exception:  # a change that does not compile (a constant in a slice step, ...)
                 continue
             if site.family == "statement":
@@ -470,7 +534,7 @@ def _make(ex: Exercise) -> tuple[Mutant, ...]:
             if seen[key] > 1:
                 key += f" #{seen[key]}"
             where = "" if host.__name__ == ex.function else f" (in {host.__name__.strip('_').replace('_', ' ')})"
-            out.append(Mutant(key, host.__name__, site.index, site.family, site.words + where, fn))
+            out.append(Mutant(key, _qualified(host), site.index, site.family, site.words + where, fn))
     return tuple(out)
 
 
@@ -505,28 +569,28 @@ def live_sites(ex: Exercise, cases: list) -> set[tuple[str, int]]:
     for host in hosts(ex.reference):
         tree = _source_tree(host)
         indexes = {site.index for site in _changes(tree, _public_names(ex))}
-        nodes = list(ast.walk(tree))
+        nodes, slots = list(ast.walk(tree)), _slots(tree)
         for index in sorted(indexes):
             node = nodes[index]
             if not isinstance(node, ast.expr) or getattr(node, "ctx", None) is not None and not isinstance(node.ctx, ast.Load):
-                live.add((host.__name__, index))
+                live.add((_qualified(host), index))
                 continue
             poisoned = ast.Call(ast.Name("__poison__", ast.Load()), [copy.deepcopy(node)], [])
             try:
-                fn = _rebuild(ex.reference, host, _compile(host, _apply(tree, _Site(index, poisoned, "", "")),
-                                                           __poison__=_poison), {})
+                fn = _rebuild(ex.reference, host, _compile_changed(host, tree, slots, _Site(index, poisoned, "", ""),
+                                                                   __poison__=_poison), {})
             except Exception:
-                live.add((host.__name__, index))
+                live.add((_qualified(host), index))
                 continue
             for case, want in zip(cases, wants):
                 try:
                     with np.errstate(all="ignore"):
                         got = as_outputs(fn(**case))
                 except Exception:
-                    live.add((host.__name__, index))
+                    live.add((_qualified(host), index))
                     break
                 if len(got) != len(want) or any(g.shape != w.shape or not np.array_equal(g, w, equal_nan=True)
                                                  for g, w in zip(got, want)):
-                    live.add((host.__name__, index))
+                    live.add((_qualified(host), index))
                     break
     return live
