@@ -52,11 +52,18 @@ def close_per_output(ex: Exercise, got: tuple, want: tuple, equal_nan: bool = Fa
 
 
 # ----------------------------------------------------------------------------- named factors
-def _sizes(ex: Exercise, case: dict) -> dict[str, int]:
-    """Named sizes of a case: ``Exercise.dims`` or, failing that, the inputs' axis lengths."""
+def _sizes(ex: Exercise, case: dict) -> dict[str, float]:
+    """Named sizes of a case: ``Exercise.dims`` or, failing that, the inputs' axis lengths;
+    then its small float arguments and their squares (a step ``eps``: a bracket around
+    ``2 * eps`` dropped gives a factor eps^2)."""
+    small = {}
+    for name, value in case.items():
+        if isinstance(value, (float, np.floating)) and 0 < abs(value) < 1e-2:
+            small.update({f"1/{name}": 1 / value, f"1/{name}^2": 1 / value ** 2,
+                          f"{name}^2": value ** 2})
     if ex.dims is not None:
-        return {k: int(v) for k, v in ex.dims(case).items()}
-    sizes = {}
+        return {**{k: int(v) for k, v in ex.dims(case).items()}, **small}
+    sizes = dict(small)
     for name, value in case.items():
         if isinstance(value, np.ndarray) and value.ndim:
             for axis in range(-1, -value.ndim - 1, -1):
@@ -76,6 +83,10 @@ def _recognisable() -> dict[str, float]:
              "3600 (seconds per hour)": 3600.0, "86400 (seconds per day)": 86400.0,
              "365 (days per year)": 365.0}
     named.update({f"10^{k}": 10.0 ** k for k in (1, 2, 3, 6, 9, 12, 15, 18)})
+    named.update({f"10^{3 * k} / 2^{10 * k} (decimal vs binary {unit})": 10.0 ** (3 * k) / 2 ** (10 * k)
+                  for k, unit in ((2, "mega"), (3, "giga"), (4, "tera"), (5, "peta"))})
+    named.update({"86400^2 (seconds per day, squared: a missing bracket?)": 86400.0 ** 2,
+                  "3600^2 (seconds per hour, squared: a missing bracket?)": 3600.0 ** 2})
     out = {}
     for label, value in named.items():
         out[label] = value
@@ -94,7 +105,9 @@ def _factors(ex: Exercise, case: dict, constants: dict = CONSTANTS) -> dict[str,
     """label -> value: each named size n as n, sqrt(n), 1/n, 1/sqrt(n), then ``constants``."""
     out = {}
     for name, n in _sizes(ex, case).items():
-        if n > 1:
+        if "/" in name or "^" in name:  # a small argument's powers, already named
+            out[name] = n
+        elif n > 1:
             out.update({name: n, f"sqrt({name})": math.sqrt(n), f"1/{name}": 1 / n,
                         f"1/sqrt({name})": 1 / math.sqrt(n)})
     out.update(constants)
@@ -185,11 +198,9 @@ def _input_changes(ex: Exercise, case: dict) -> dict[str, dict]:
                     {**case, name: np.swapaxes(value, -1, -2)}
             for label, f in factors.items():
                 changes[f"`{name}` multiplied by {label}"] = {**case, name: value * f}
-        elif isinstance(value, np.ndarray) and value.dtype.kind in "iu":
+        elif isinstance(value, np.ndarray) and value.dtype.kind in "iu":  # ids, lengths, tables
             changes[f"`{name}` shifted by +1"] = {**case, name: value + 1}
             changes[f"`{name}` shifted by -1"] = {**case, name: value - 1}
-            for label in ("2", "1/2"):
-                changes[f"`{name}` multiplied by {label}"] = {**case, name: value * CONSTANTS[label]}
     return {k: v for k, v in changes.items() if v is not None}
 
 

@@ -13,6 +13,7 @@ claim is made. Where there is no ``fork`` (Windows) it runs in-process with the 
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 import select
@@ -82,7 +83,8 @@ def _search(ex: Exercise, pairs: list, deadline: float) -> list[int]:
         for case, got in pairs:
             if time.monotonic() > deadline:
                 raise _Overtime()
-            alive = [i for i in alive if _equal(ex, got, _outputs(every[i].fn, case, old is not None))]
+            # each mutant gets its own copy: one that writes into its inputs must not change the next's
+            alive = [i for i in alive if _equal(ex, got, _outputs(every[i].fn, copy.deepcopy(case), old is not None))]
             if not alive:
                 break
     finally:

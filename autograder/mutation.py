@@ -45,7 +45,7 @@ _DROPPABLE = ("sqrt", "exp", "log", "abs", "transpose", "swapaxes", "copy", "flo
 _TRANSPOSES = ("transpose", "swapaxes", "moveaxis")
 _NOT_SWAPPED = ("where", "arange", "zeros", "ones", "full", "range", "maximum", "minimum", "add",
                 "multiply", "logical_and", "logical_or", "hypot", "isclose", "allclose", "array_equal",
-                "max", "min", "dict", "print", "isinstance", "getattr", "setdefault", "get")
+                "max", "min", "dict", "print", "isinstance", "getattr", "setdefault", "get", "swapaxes")
 _NONCOMMUTATIVE = (ast.Sub, ast.Div, ast.MatMult, ast.Pow, ast.FloorDiv, ast.Mod)
 _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.MatMult: "@", ast.Pow: "**",
         ast.FloorDiv: "//", ast.Mod: "%"}
@@ -302,6 +302,9 @@ def _changes(tree: ast.FunctionDef, public: set[str]) -> list[_Site]:
                 args[1], args[2] = args[2], args[1]
                 add(node, clone(node, args=args), "operands",
                     "the two branches of `np.where` are swapped (the condition picks the other value)")
+            if name == "arange" and len(node.args) == 1 and not node.keywords:  # counted from 1
+                args = [ast.Constant(1), ast.BinOp(copy.deepcopy(node.args[0]), ast.Add(), ast.Constant(1))]
+                add(node, clone(node, args=args), "bound", f"{what} counts from 1 instead of from 0")
             if name == "range":
                 for i, arg in enumerate(node.args[:2]):
                     for step in (1, -1):
@@ -390,7 +393,7 @@ def _changes(tree: ast.FunctionDef, public: set[str]) -> list[_Site]:
                     new = copy.deepcopy(node)
                     setattr(new.slice, part, new_bound)
                     add(node, new, "bound", f"a slice {'starts' if part == 'lower' else 'ends'} one place "
-                        f"{'too late' if (step > 0) == (part == 'lower') else 'too early'}")
+                        f"{'too late' if step > 0 else 'too early'}")
             if node.slice.upper is not None and node.slice.step is None:  # the whole window moved
                 for step in (1, -1):
                     new = copy.deepcopy(node)
@@ -585,7 +588,7 @@ def live_sites(ex: Exercise, cases: list) -> set[tuple[str, int]]:
             for case, want in zip(cases, wants):
                 try:
                     with np.errstate(all="ignore"):
-                        got = as_outputs(fn(**case))
+                        got = as_outputs(fn(**copy.deepcopy(case)))
                 except Exception:
                     live.add((_qualified(host), index))
                     break

@@ -135,10 +135,19 @@ def _encode_cases(rng, hidden):
     return [{"first_id": FIRST_MERGE_ID, **c} for c in cases]
 
 
-def bpe_encode(ids, merges, first_id=FIRST_MERGE_ID, *, reverse=False, once=False):
+def bpe_encode(ids, merges, first_id=FIRST_MERGE_ID):
     """ids (L,) int, merges (n, 2) -> ids (L',): merge 0 everywhere (left to right), then
-    merge 1, ..., as ``BPETokenizer.encode_chunk`` does. The keyword-only switches model
-    mistakes: merges replayed last first, each merge applied at its first occurrence only."""
+    merge 1, ..., as ``BPETokenizer.encode_chunk`` does."""
+    word = tuple(int(t) for t in ids)
+    for i, pair in enumerate(map(tuple, merges.tolist())):
+        word = merge_pair(word, pair, first_id + i)
+    return np.array(word, dtype=np.int64)
+
+
+def _bpe_encode_with(ids, merges, first_id=FIRST_MERGE_ID, *, reverse=False, once=False):
+    """``bpe_encode`` with a mistake: merges replayed last first, each merge applied at its
+    first occurrence only (the reference is kept free of these switches, so that its mutants
+    are the learner's)."""
     word, order = tuple(int(t) for t in ids), list(enumerate(map(tuple, merges.tolist())))
     for i, pair in order[::-1] if reverse else order:
         pairs = list(zip(word, word[1:]))
@@ -151,7 +160,8 @@ def bpe_encode(ids, merges, first_id=FIRST_MERGE_ID, *, reverse=False, once=Fals
 
 
 def _encode_with(**mistake):
-    return lambda ids, merges, first_id=FIRST_MERGE_ID: bpe_encode(ids, merges, first_id, **mistake)
+    return lambda ids, merges, first_id=FIRST_MERGE_ID: _bpe_encode_with(
+        ids, merges, first_id, **mistake)
 
 
 ENCODE_MISTAKES = (
@@ -564,14 +574,21 @@ def _greedy_cases(rng, hidden):
             _decode_case(rng, 6, 12), _decode_case(rng, 4, 1, how="never")]
 
 
-def greedy_decode(next_log_probs, bos=1, eos=2, max_len=10, *, stop_at_eos=True,
-                  keep_bos=False, keep_eos=True, bos_counted=False):
+def greedy_decode(next_log_probs, bos=1, eos=2, max_len=10):
     """The likeliest next token (ties: the smallest id) until eos, at most max_len tokens.
-    Returns the tokens after bos, eos included when it came: (L,) int, L <= max_len.
+    Returns the tokens after bos, eos included when it came: (L,) int, L <= max_len."""
+    tokens = [bos]
+    for _ in range(max_len):
+        tokens.append(int(np.argmax(next_log_probs(np.array([tokens]))[0])))  # prefixes (1, t)
+        if tokens[-1] == eos:
+            break
+    return np.array(tokens[1:], dtype=np.int64)
 
-    The keyword-only switches model mistakes: no stop at eos, bos returned, eos dropped,
-    bos counted in max_len.
-    """
+
+def _greedy_with(next_log_probs, bos=1, eos=2, max_len=10, *, stop_at_eos=True,
+                 keep_bos=False, keep_eos=True, bos_counted=False):
+    """``greedy_decode`` with a mistake: no stop at eos, bos returned, eos dropped, bos
+    counted in max_len (the reference is kept free of these switches)."""
     tokens = [bos]
     for _ in range(max_len - bos_counted):
         tokens.append(int(np.argmax(next_log_probs(np.array([tokens]))[0])))  # prefixes (1, t)
@@ -590,14 +607,14 @@ def _on_table(decode, **changed):
 GREEDY_MISTAKES = (
     Mistake("greedy that never stops at eos",
             "stop as soon as the chosen token is eos (and keep that eos in the result).",
-            _on_table(greedy_decode, stop_at_eos=False)),
+            _on_table(_greedy_with, stop_at_eos=False)),
     Mistake("greedy that returns bos too", "return only the generated tokens, after bos.",
-            _on_table(greedy_decode, keep_bos=True)),
+            _on_table(_greedy_with, keep_bos=True)),
     Mistake("eos left out of the result", "the generated tokens end with the eos that stopped "
-            "the loop.", _on_table(greedy_decode, keep_eos=False)),
+            "the loop.", _on_table(_greedy_with, keep_eos=False)),
     Mistake("one token short of max_len (bos counted)",
             "max_len counts the generated tokens, bos not included.",
-            _on_table(greedy_decode, bos_counted=True)),
+            _on_table(_greedy_with, bos_counted=True)),
 )
 
 
@@ -612,11 +629,14 @@ DECODE_FEATURES = shape_features(**{
     "eos as the first token": lambda c: np.argmax(c["logp"][0, c["bos"]]) == c["eos"],
     "beam and greedy choose differently": lambda c: "beam_size" in c and not np.array_equal(
         _beam_reference(**c)[0], _greedy_of(c)),
-    "alpha = 0": lambda c: c.get("alpha") == 0})
+    "alpha = 0": lambda c: c.get("alpha") == 0,
+    "live beams at max_len, one normalising better than every finished output":
+        lambda c: "beam_size" in c and _live_beats_finished(c),
+    "the finished output with the best raw score loses after length normalisation":
+        lambda c: "beam_size" in c and c["alpha"] != 0 and _normalisation_decides(c)})
 
 
-def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0, *,
-                probabilities=False, stop_at_eos=True, extra_length=0, raw_score=False):
+def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
     """Beam search on sums of log-probabilities, with length normalisation.
 
     Each step, every live beam (a prefix starting with bos; one at first) proposes every
@@ -629,10 +649,32 @@ def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0
     score / length ** alpha, length = number of generated tokens including eos (ties: the one
     finished first): its tokens after bos, (L,) int, and that normalised score. With
     beam_size 1 this is greedy decoding.
+    """
+    beams = np.full((1, 1), bos, dtype=np.int64)  # (n, t) live prefixes, best first
+    scores = np.zeros(1)  # (n,) their summed log-probabilities
+    finished = []  # (tokens after bos, score), in the order they finished
+    for _ in range(max_len):
+        logp = next_log_probs(beams)  # (n, V)
+        cand = (scores[:, None] + logp).ravel()  # (n*V,)
+        kept = np.argsort(-cand, kind="stable")[:beam_size]  # best first; ties keep (beam, token)
+        beam, token = np.divmod(kept, logp.shape[1])
+        seqs = np.concatenate([beams[beam], token[:, None]], axis=1)  # (k, t+1)
+        done = token == eos
+        finished += list(zip(seqs[done, 1:], cand[kept][done]))
+        beams, scores = seqs[~done], cand[kept][~done]
+        if not len(beams):
+            break
+    pool = finished or list(zip(beams[:, 1:], scores))
+    normalised = [score / len(tokens) ** alpha for tokens, score in pool]
+    best = int(np.argmax(normalised))  # the first of equal ones
+    return pool[best][0], np.float64(normalised[best])
 
-    The keyword-only switches model mistakes: probabilities summed instead of
-    log-probabilities, eos not finishing a beam, bos counted in the length, the score
-    returned before normalisation.
+
+def _beam_with(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0, *,
+               probabilities=False, stop_at_eos=True, extra_length=0, raw_score=False):
+    """``beam_search`` with a mistake: probabilities summed instead of log-probabilities, eos
+    not finishing a beam, bos counted in the length, the score returned before normalisation
+    (the reference is kept free of these switches, so that its mutants are the learner's).
     """
     beams = np.full((1, 1), bos, dtype=np.int64)  # (n, t) live prefixes, best first
     scores = np.zeros(1)  # (n,) their summed log-probabilities
@@ -657,37 +699,141 @@ def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0
 _beam_reference = _on_table(beam_search)
 
 
+def _beam_end(logp, bos, eos, beam_size, max_len, **_):
+    """The finished outputs and the live beams when the search on ``logp`` stops: two lists
+    of (tokens after bos, summed log-probability), in the reference's order."""
+    beams, scores, finished = np.full((1, 1), bos, dtype=np.int64), np.zeros(1), []
+    for step in range(max_len):
+        cand = (scores[:, None] + logp[step, beams[:, -1]]).ravel()
+        kept = np.argsort(-cand, kind="stable")[:beam_size]
+        beam, token = np.divmod(kept, logp.shape[-1])
+        seqs = np.concatenate([beams[beam], token[:, None]], axis=1)
+        finished += list(zip(seqs[token == eos, 1:], cand[kept][token == eos]))
+        beams, scores = seqs[token != eos], cand[kept][token != eos]
+        if not len(beams):
+            break
+    return finished, list(zip(beams[:, 1:], scores))
+
+
+def _normalised(pool, alpha):
+    return [score / len(tokens) ** alpha for tokens, score in pool]
+
+
+def _live_beats_finished(case):
+    """Live beams are left at max_len beside finished outputs, and one of them has a better
+    normalised score than every finished output (which still wins: live beams compete only
+    when nothing finished)."""
+    finished, live = _beam_end(**case)
+    return bool(finished and live) and \
+        max(_normalised(live, case["alpha"])) > max(_normalised(finished, case["alpha"]))
+
+
+def _normalisation_decides(case):
+    """The finished output with the best summed log-probability is not the one with the best
+    normalised score: only length normalisation makes the right one win."""
+    finished, _ = _beam_end(**case)
+    return bool(finished) and int(np.argmax([s for _, s in finished])) != \
+        int(np.argmax(_normalised(finished, case["alpha"])))
+
+
+def _wider_differs(case):
+    """A beam one wider would choose another output: every one of the beam_size kept
+    candidates counts, and no more."""
+    wider = dict(case, beam_size=case["beam_size"] + 1)
+    return not np.array_equal(_beam_reference(**case)[0], _beam_reference(**wider)[0])
+
+
+def _drawn_until(rng, make, *wanted, tries=2000):
+    """``make(rng)`` drawn again until every predicate of ``wanted`` holds (a situation the
+    graded cases must always hold, under every key, not by luck of the draw)."""
+    for _ in range(tries):
+        case = make(rng)
+        if all(w(case) for w in wanted):
+            return case
+    raise RuntimeError(f"no case with {[w.__name__ for w in wanted]} in {tries} draws")
+
+
 def _beam_cases(rng, hidden):
     def case(*args, beam_size=3, alpha=1.0, **kw):
         return _decode_case(rng, *args, beam_size=beam_size, alpha=alpha, **kw)
+
+    def mixed(V, max_len, beam_size, alpha, end):  # eos neither rare nor certain at any step
+        return lambda rng: {**_decode_case(rng, V, max_len, beam_size=beam_size, alpha=alpha),
+                            "logp": _table(rng, V, max_len, 2, end)}
     if not hidden:
         return [case(6, 6, how="myopic"), case(7, 8, beam_size=2, alpha=0.7),
                 case(5, 4, how="never", beam_size=2), case(6, 6, bos=0, eos=5, alpha=0.0),
-                case(6, 5, how="first", beam_size=4)]
+                case(6, 5, how="first", beam_size=4),
+                _drawn_until(rng, mixed(6, 4, 3, 1.0, (-1.0, 1.0)), _live_beats_finished,
+                             _normalisation_decides)]
     return [case(8, 8, how="myopic", beam_size=4), case(6, 10, alpha=0.6),
             case(7, 5, how="never"), case(9, 7, bos=3, eos=0, beam_size=2, alpha=1.0),
             case(5, 6, how="myopic", beam_size=2, alpha=0.0), case(6, 9, beam_size=5),
-            case(5, 4, how="first", beam_size=2, alpha=0.5)]
+            case(5, 4, how="first", beam_size=2, alpha=0.5),
+            _drawn_until(rng, mixed(7, 5, 3, 0.8, (-0.5, 0.5)), _live_beats_finished,
+                         _normalisation_decides),
+            _drawn_until(rng, mixed(6, 5, 2, 1.0, (-1.0, 1.0)), _wider_differs)]
 
 
 BEAM_MISTAKES = (
     Mistake("beam scores summed as probabilities instead of log-probabilities",
             "a sequence's score is the sum of the log-probabilities of its tokens (the log of "
             "the product of their probabilities), not the sum of the probabilities.",
-            _on_table(beam_search, probabilities=True)),
+            _on_table(_beam_with, probabilities=True)),
     Mistake("no length normalisation", "compare finished sequences by score / length ** alpha "
             "(length counts the tokens after bos, eos included) and return that score.",
             _on_table(beam_search, alpha=0.0)),
     Mistake("finished beams extended", "a beam that produced eos is finished: set it aside "
-            "with its score and do not extend it.", _on_table(beam_search, stop_at_eos=False)),
+            "with its score and do not extend it.", _on_table(_beam_with, stop_at_eos=False)),
     Mistake("beam of width 1 (greedy)", "keep the beam_size best candidates at each step, "
             "not only the best one.", _on_table(beam_search, beam_size=1)),
     Mistake("bos counted in the length", "the length in score / length ** alpha counts the "
-            "generated tokens (eos included), not bos.", _on_table(beam_search, extra_length=1)),
+            "generated tokens (eos included), not bos.", _on_table(_beam_with, extra_length=1)),
     Mistake("score returned before normalisation", "return the normalised score "
             "score / length ** alpha of the chosen sequence.",
-            _on_table(beam_search, raw_score=True)),
+            _on_table(_beam_with, raw_score=True)),
 )
+
+
+# ============================================================================ equivalent mutants
+# Mutants that no legitimate input tells from the reference (autograder.adequacy). The swaps of
+# np.swapaxes's two axes (symmetric) are left out on purpose: a mutant the engine should not make.
+_NP_INT = "numpy int64 ids and counts hash, compare and add as Python ints do: same merges, same ids"
+_SQUARE = "the decoder's mask is causal_mask(T) with one argument: T_q and T_k are the same number"
+_FOUR_D = "the heads are 4-D here, (B, n_heads, T, d_k): axis 2 is axis -2, x.shape[:2] is x.shape[:-2]"
+_SELF = "the encoder's self-attention: mha_forward gets the same h as x_q and as x_kv"
+HEADS_EQUIVALENT = {m: _FOUR_D for m in ("attention_forward: -2 -> 2", "merge_heads: -2 -> 2",
+                                          "merge_heads: -2 -> 2 #2", "split_heads: -2 -> 2")}
+EQUIVALENT = {
+    "bpe_merges": {"_as_dict: int(c) -> c": _NP_INT, "_as_dict: int(t) -> t": _NP_INT},
+    "bpe_encode": {"bpe_encode: int(t) -> t": _NP_INT},
+    "masks": {
+        "attention_masks: padding_keys(src, pad_id) -> padding_keys(pad_id, src)":
+            "padding_keys computes ids != pad_id, and != is symmetric",
+        "attention_masks: padding_keys(tgt_in, pad_id) -> padding_keys(pad_id, tgt_in)":
+            "padding_keys computes ids != pad_id, and != is symmetric",
+        **{f"causal_mask: {m}": _SQUARE for m in (
+            "T_k - T_q -> T_q - T_k", "T_q -> T_k #2", "T_k -> T_q #3", "T_k -> T_q #4",
+            "T_q -> T_k #3")}},
+    "encoder_block": {**{f"mha_forward: {m}": _SELF for m in ("x_q -> x_kv", "x_kv -> x_q",
+                                                              "x_kv -> x_q #2")},
+                      **HEADS_EQUIVALENT},
+    "decoder_block": HEADS_EQUIVALENT,
+    "greedy": {
+        "greedy_decode: int(np.argmax(next_log_probs(np.array([tokens]))[0])) -> "
+        "np.argmax(next_log_probs(np.array([tokens]))[0])":
+            "an np.int64 token in the list gives the same prefixes, comparison with eos and result",
+        "greedy_decode: 0 -> -1": "greedy passes one prefix: next_log_probs returns one row, row 0 "
+                                  "is row -1"},
+    "beam_search": {
+        "beam_search: int(np.argmax(normalised)) -> np.argmax(normalised)":
+            "an np.intp index picks the same entry of the pool list",
+        "beam_search: np.concatenate([beams[beam], token[:, None]], axis=1) -> "
+        "np.concatenate([beams[beam], token[:, None]], axis=-1)":
+            "beams[beam] and token[:, None] are 2-D (n, t): axis -1 is axis 1",
+        "beam_search: beams -> seqs #4": "the live beams are read only when nothing finished: "
+            "then no candidate of the last step ended with eos, and seqs is the live beams"},
+}
 
 
 # ============================================================================ the registry
@@ -697,9 +843,11 @@ _exercise = exercise_maker("encdec", forbidden=FORBIDDEN)
 EXERCISES = [
     _exercise("bpe_merges", "learn_merges",
               "learn_merges(words, counts, n_merges, first_id=259) -> merges (n, 2) int",
-              _merge_cases, learn_merges, 2, MERGE_MISTAKES, BPE_FEATURES, ("merges",)),
+              _merge_cases, learn_merges, 2, MERGE_MISTAKES, BPE_FEATURES, ("merges",),
+              equivalent=EQUIVALENT["bpe_merges"]),
     _exercise("bpe_encode", "bpe_encode", "bpe_encode(ids, merges, first_id=259) -> ids (1-D int)",
-              _encode_cases, bpe_encode, 1, ENCODE_MISTAKES, BPE_FEATURES, ("ids",)),
+              _encode_cases, bpe_encode, 1, ENCODE_MISTAKES, BPE_FEATURES, ("ids",),
+              equivalent=EQUIVALENT["bpe_encode"]),
     _exercise("shift_right", "decoder_input_and_target",
               "decoder_input_and_target(target_ids, bos=1, eos=2) -> (tgt_in, tgt_out)",
               _shift_cases, _shift_reference, 1, SHIFT_MISTAKES, SHIFT_FEATURES,
@@ -708,24 +856,24 @@ EXERCISES = [
               "attention_masks(src, tgt_in, pad_id=0) -> (enc_mask (B, 1, 1, S), "
               "cross_mask (B, 1, 1, S), dec_mask (B, 1, T, T))",
               _mask_cases, _masks, 2, MASK_MISTAKES, MASK_FEATURES,
-              ("enc_mask", "cross_mask", "dec_mask")),
+              ("enc_mask", "cross_mask", "dec_mask"), equivalent=EQUIVALENT["masks"]),
     _exercise("embed", "embed", "embed(ids, W_E, P) -> x (B, T, d_model)", _embed_cases, embed, 1,
               EMBED_MISTAKES, EMBED_FEATURES, ("x",),
               dims=lambda c: {"d_model": c["W_E"].shape[1]}),
     _exercise("encoder_block", "encoder_block", "encoder_block(x, p, n_heads, mask=None) -> out",
               _encoder_cases, _encoder_reference, 2, ENCODER_MISTAKES, BLOCK_FEATURES, ("out",),
-              dims=_block_dims),
+              dims=_block_dims, equivalent=EQUIVALENT["encoder_block"]),
     _exercise("decoder_block", "decoder_block",
               "decoder_block(y, memory, p, n_heads, self_mask=None, cross_mask=None) -> out",
               _decoder_cases, _decoder_reference, 2, DECODER_MISTAKES, BLOCK_FEATURES, ("out",),
-              dims=_block_dims),
+              dims=_block_dims, equivalent=EQUIVALENT["decoder_block"]),
     _exercise("greedy", "greedy_decode",
               "greedy_decode(next_log_probs, bos=1, eos=2, max_len=10) -> tokens (1-D int)",
               _greedy_cases, _on_table(greedy_decode), 1, GREEDY_MISTAKES, DECODE_FEATURES,
-              ("tokens",), call="markov_decoder"),
+              ("tokens",), call="markov_decoder", equivalent=EQUIVALENT["greedy"]),
     _exercise("beam_search", "beam_search",
               "beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0) "
               "-> (tokens, score)",
               _beam_cases, _beam_reference, 3, BEAM_MISTAKES, DECODE_FEATURES,
-              ("tokens", "score"), call="markov_decoder"),
+              ("tokens", "score"), call="markov_decoder", equivalent=EQUIVALENT["beam_search"]),
 ]

@@ -102,7 +102,8 @@ def _stats_cases(rng, hidden):
                 {"s": _scores(rng, (2, 5)), "block_k": 8},
                 {"s": _scores(rng, (2, 6)), "block_k": 1}]
     return [{"s": _scores(rng, (4, 13)), "block_k": 4},
-            {"s": _scores(rng, (2, 2, 9)), "block_k": 3},
+            {"s": _scores(rng, (2, 1, 3, 9)), "block_k": 3},  # lead (2, 1, 3): s.shape[:-3]
+            # would broadcast wrongly or fail, so only the leading axes s.shape[:-1] pass
             {"s": _with_neg_inf(rng, 3, 10, 4), "block_k": 4},
             {"s": -1000.0 + 80.0 * rng.standard_normal((3, 11)), "block_k": 3},
             {"s": _scores(rng, (3, 4)), "block_k": 6},
@@ -151,6 +152,26 @@ STATS_MISTAKES = (
             _stats_with(drop_last=True)),
 )
 
+# Mutants of the reference that no case can tell apart (``autograder.adequacy``). The reference
+# calls course_lib's online_softmax_stats on every prefix s[..., :end] and keeps its final m, l.
+STATS_EQUIVALENT = {
+    "_stats_reference: block_k -> n":
+        "a prefix's final m and l do not depend on the block size it is read in (rounding only)",
+    "online_softmax_stats: a line that updates `s` is missing":
+        "the line is s = np.asarray(s); every case passes s as an ndarray already",
+    "online_softmax_stats: m -> m_new":
+        "in `return m, l`: the loop ends with m = m_new, and it runs at least once (n >= 1)",
+    "online_softmax_stats: 1 -> 0 #2":
+        "m starts as np.full(s.shape[:0], -inf), a 0-d array that broadcasts to s.shape[:-1] "
+        "at the first block (n >= 1)",
+    "online_softmax_stats: 1 -> 0 #3":
+        "l starts as np.zeros(s.shape[:0]), a 0-d array that broadcasts to s.shape[:-1] at the "
+        "first block (n >= 1)",
+    "online_softmax_stats: block -> s":
+        "the max of the whole prefix taken from its first block on gives the same final m and "
+        "l = sum_j exp(s_j - m) of that prefix, which is all the reference reads",
+}
+
 ONLINE_SOFTMAX = Exercise(
     id="flash.online_softmax",
     function="online_softmax_stats",
@@ -163,6 +184,7 @@ ONLINE_SOFTMAX = Exercise(
     features=STATS_FEATURES,
     dims=lambda c: {"n": c["s"].shape[-1], "block_k": c["block_k"]},
     mistakes=STATS_MISTAKES,
+    equivalent=STATS_EQUIVALENT,
 )
 
 
@@ -255,7 +277,12 @@ HIDDEN_SHAPES = [((3,), 12, 12, 4, 4, True, 4, 4, 1.0),
                  ((), 9, 4, 3, 3, True, 2, 2, 1.0),
                  ((2, 3), 7, 7, 8, 8, False, 3, 5, 1.0),
                  ((), 8, 8, 8, 4, True, 4, 4, 10.0),
-                 ((), 4, 6, 2, 2, False, 8, 8, 1.0)]
+                 ((), 4, 6, 2, 2, False, 8, 8, 1.0),
+                 # causal, with block_q, block_k and d_k all above T_q = 2: the key loop must
+                 # still reach key 8 (a stop computed with one of them in place of T_q does not)
+                 ((), 2, 9, 6, 3, True, 4, 4, 1.0),
+                 # not causal, T_q > T_k: every query block sees every key block
+                 ((), 6, 3, 4, 4, False, 2, 2, 1.0)]
 
 
 def _forward_cases(rng, hidden):
@@ -336,6 +363,43 @@ FORWARD_MISTAKES = (
                              for g_max, g_l in ((False, False), (False, True), (True, False))))),
 )
 
+# Mutants of the references that no case can tell apart (``autograder.adequacy``). Visiting
+# more key blocks than needed changes nothing: every key of such a tile is in the future of
+# every query of the block, so _mask_tile sets it to -inf and the tile adds exactly 0 (alpha
+# = 1 where m is finite; l and acc stay 0 where it is not), or, in the backward, A = 0.
+_EXTRA_TILES = ("only visits more key blocks, never past T_k: their keys are all masked "
+                "(-inf), so those tiles add exactly nothing")
+_TILE_EQUIVALENT = {
+    "_key_blocks: T_q -> causal": "causal stop q0 + rows + T_k - 1 >= the right one (T_q >= 1): "
+                                  + _EXTRA_TILES,
+    "_key_blocks: T_q -> q0": "causal stop q0 + rows + T_k - q0 >= the right one (q0 < T_q): "
+                              + _EXTRA_TILES,
+    "_key_blocks: T_q -> rows": "causal stop q0 + rows + T_k - rows >= the right one "
+                                "(rows <= T_q): " + _EXTRA_TILES,
+    "_mask_tile: np.arange(q0, q0 + rows)[:, None] + (T_k - T_q) -> "
+    "np.arange(q0, q0 + rows)[:, None] + T_k - T_q":
+        "integer arithmetic: a + (T_k - T_q) = a + T_k - T_q exactly",
+}
+FORWARD_EQUIVALENT = {
+    **_TILE_EQUIVALENT,
+    "_forward_reference: block_q -> block_k":
+        "out and lse do not depend on the tile sizes (rounding only): any blocks give softmax(S) V",
+    "_forward_reference: block_k -> block_q":
+        "out and lse do not depend on the tile sizes (rounding only): any blocks give softmax(S) V",
+    "flash_forward: T_q -> causal #2": "causal stop q0 + rows + T_k - 1 >= the right one "
+                                       "(T_q >= 1): " + _EXTRA_TILES,
+    "flash_forward: T_q -> q0 #2": "causal stop q0 + rows + T_k - q0 >= the right one "
+                                   "(q0 < T_q): " + _EXTRA_TILES,
+    "flash_forward: T_q -> rows #2": "causal stop q0 + rows + T_k - rows >= the right one "
+                                     "(rows <= T_q): " + _EXTRA_TILES,
+    "flash_forward: T_q -> scale #2": "causal stop q0 + rows + T_k - 1/sqrt(d_k) >= T_k "
+                                      "(q0 + rows >= 1 >= scale), so min gives T_k: "
+                                      + _EXTRA_TILES,
+    "_key_blocks: min(T_k, q0 + rows + T_k - T_q) -> max(T_k, q0 + rows + T_k - T_q)":
+        "q0 + rows <= T_q, so the max is T_k, the stop without causality: " + _EXTRA_TILES,
+    "_key_blocks: stop -> T_k": "the stop without causality: " + _EXTRA_TILES,
+}
+
 FORWARD = Exercise(
     id="flash.forward",
     function="flash_forward",
@@ -348,6 +412,7 @@ FORWARD = Exercise(
     features=TILE_FEATURES,
     dims=_tile_dims,
     mistakes=FORWARD_MISTAKES,
+    equivalent=FORWARD_EQUIVALENT,
 )
 
 
@@ -456,6 +521,14 @@ BACKWARD_MISTAKES = (
             _backward_with(guard=False)),
 )
 
+BACKWARD_EQUIVALENT = {
+    **_TILE_EQUIVALENT,
+    "_backward_reference: block_q -> block_k":
+        "dQ, dK and dV do not depend on the tile sizes (rounding only)",
+    "_backward_reference: block_k -> block_q":
+        "dQ, dK and dV do not depend on the tile sizes (rounding only)",
+}
+
 BACKWARD = Exercise(
     id="flash.backward",
     function="flash_backward",
@@ -469,6 +542,7 @@ BACKWARD = Exercise(
     features=TILE_FEATURES,
     dims=_tile_dims,
     mistakes=BACKWARD_MISTAKES,
+    equivalent=BACKWARD_EQUIVALENT,
 )
 
 

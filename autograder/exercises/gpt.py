@@ -100,6 +100,21 @@ def _block_dims(c):
     return {"d_model": d, "n_heads": c["n_heads"], "d_k": d // c["n_heads"]}
 
 
+# ============================================================================ equivalent mutants
+# Mutants of the course functions the references call that no legitimate input tells from them
+# (autograder.adequacy); the symmetric swaps of np.swapaxes's two axes are left out on purpose
+# (a mutant the engine should not make).
+_SQUARE = "the block's mask is causal_mask(T) with one argument: T_q and T_k are the same number"
+_SELF = "self-attention: mha_forward gets the same h as x_q and as x_kv"
+_FOUR_D = "the heads are 4-D here, (B, n_heads, T, d_k): axis 2 is axis -2, x.shape[:2] is x.shape[:-2]"
+CAUSAL_EQUIVALENT = {f"causal_mask: {m}": _SQUARE for m in (
+    "T_k - T_q -> T_q - T_k", "T_q -> T_k #2", "T_k -> T_q #3", "T_k -> T_q #4", "T_q -> T_k #3")}
+SELF_EQUIVALENT = {f"mha_forward: {m}": _SELF for m in ("x_q -> x_kv", "x_kv -> x_q", "x_kv -> x_q #2")}
+HEADS_EQUIVALENT = {m: _FOUR_D for m in ("attention_forward: -2 -> 2", "merge_heads: -2 -> 2",
+                                          "merge_heads: -2 -> 2 #2", "split_heads: -2 -> 2")}
+BLOCK_EQUIVALENT = {**CAUSAL_EQUIVALENT, **SELF_EQUIVALENT, **HEADS_EQUIVALENT}
+
+
 # ============================================================================ the forward
 def _forward_case(rng, B, T, vocab_size, d, n_heads, n_layers, block_size=None):
     block_size = block_size or T + 2
@@ -150,25 +165,45 @@ FORWARD_FEATURES = shape_features(**{
     "T = block_size (every position)": lambda c: c["idx"].shape[1] == len(c["params"]["W_P"])})
 
 
+FORWARD_EQUIVALENT = {**CAUSAL_EQUIVALENT, **SELF_EQUIVALENT,
+                      "gpt_forward: -1 -> 1": "idx is (B, T): idx.shape[1] is idx.shape[-1]"}
+
+
 # ============================================================================ the die
-def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None, *, tempered=True,
-                     k_shift=0, keep_crossing=True, keep_first=True, p_before_k=False,
-                     renormalise=True, ascending=False, after_softmax=False):
+def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
     """The distribution of the next token, logits (B, V) -> probs (B, V): softmax of
     logits / temperature, then top-k (the k likeliest tokens kept), then top-p (the fewest
     likeliest tokens whose probability adds up to at least top_p; the token that crosses it
-    is kept), each followed by renormalising what is kept.
+    is kept), each followed by renormalising what is kept. The solution's code."""
+    probs = softmax(logits / temperature, axis=-1)
+    if top_k is not None:
+        kth = np.sort(probs, axis=-1)[:, -top_k][:, None]  # (B, 1): the k-th largest
+        probs = np.where(probs >= kth, probs, 0.0)
+        probs = probs / probs.sum(axis=-1, keepdims=True)
+    if top_p is not None:
+        order = np.argsort(-probs, axis=-1, kind="stable")  # likeliest first
+        sorted_p = np.take_along_axis(probs, order, axis=-1)
+        before = np.cumsum(sorted_p, axis=-1) - sorted_p  # mass of the likelier tokens
+        keep = np.zeros(probs.shape, dtype=bool)
+        np.put_along_axis(keep, order, before < top_p, axis=-1)
+        probs = np.where(keep, probs, 0.0)
+        probs = probs / probs.sum(axis=-1, keepdims=True)
+    return probs
 
-    The keyword-only switches model mistakes.
-    """
+
+def die_with(logits, temperature=1.0, top_k=None, top_p=None, *, tempered=True,
+             k_shift=0, keep_crossing=True, keep_first=True, p_before_k=False,
+             renormalise=True, ascending=False, after_softmax=False):
+    """``next_token_probs`` with the mistakes the keyword-only switches model (the
+    reference is kept free of them, so that its mutants are the learner's)."""
     with np.errstate(invalid="ignore"):  # a mistake may keep nothing: 0 / 0
-        return _next_token_probs(logits, temperature, top_k, top_p, tempered, k_shift,
-                                 keep_crossing, keep_first, p_before_k, renormalise, ascending,
-                                 after_softmax)
+        return _die_with(logits, temperature, top_k, top_p, tempered, k_shift,
+                         keep_crossing, keep_first, p_before_k, renormalise, ascending,
+                         after_softmax)
 
 
-def _next_token_probs(logits, temperature, top_k, top_p, tempered, k_shift, keep_crossing,
-                      keep_first, p_before_k, renormalise, ascending, after_softmax):
+def _die_with(logits, temperature, top_k, top_p, tempered, k_shift, keep_crossing,
+              keep_first, p_before_k, renormalise, ascending, after_softmax):
     if after_softmax:  # softmax(logits) / temperature: not a distribution unless T = 1
         probs = softmax(logits, axis=-1) / temperature
     else:
@@ -200,14 +235,51 @@ def _probs_case(rng, B, V, temperature=1.0, top_k=None, top_p=None):
             "top_k": top_k, "top_p": top_p}
 
 
+# Logits whose softmax is exactly 1/2, 1/4, 1/8, 3/32, 1/32 in float64 (exp of each is the
+# dyadic 1, 1/2, 1/4, 3/16, 1/16 exactly in numpy, math and torch; the maximum is 0, so every
+# usual softmax gives the same bits): every cumulative sum is exact, whatever the order.
+_DYADIC_LOGITS = np.array([0.0, -0.6931471805599453, -1.3862943611198906,
+                           -1.6739764335716716, -2.772588722239781])
+
+
+def _peaked_case(rng, B, V):
+    """Row 1's logits go from above 720 down by steps of about 100 (from the largest to the
+    smallest more than 710): exp overflows unless the row's maximum is subtracted first. The
+    probabilities stay distinct and above 0 (the smallest is about exp(-720))."""
+    case = _probs_case(rng, B, V)
+    steps = rng.dirichlet(np.full(V - 1, 20.0)) * rng.uniform(712.0, 735.0)  # they add up to that
+    top = rng.uniform(720.0, 760.0)
+    case["logits"][1] = rng.permutation(top - np.concatenate([[0.0], np.cumsum(steps)]))
+    return case
+
+
+def _boundary_case(rng, B):
+    """Top-p whose threshold the cumulative probability of row 0 hits exactly (0.5, 0.75 or
+    0.875): the token after the boundary must go (its mass before is >= top_p, not > top_p).
+    The other rows are random; V = 5, temperature 1."""
+    case = _probs_case(rng, B, 5, top_p=float(rng.choice([0.5, 0.75, 0.875])))
+    case["logits"][0] = rng.permutation(_DYADIC_LOGITS)
+    return case
+
+
+def _hits_top_p(case):
+    """Some row's sorted cumulative probability equals top_p exactly."""
+    if case["top_p"] is None:
+        return False
+    probs = softmax(case["logits"] / case["temperature"], axis=-1)
+    return bool((np.cumsum(-np.sort(-probs, axis=-1), axis=-1) == case["top_p"]).any())
+
+
 def _probs_cases(rng, hidden):
     if not hidden:
         return [_probs_case(rng, 2, 6), _probs_case(rng, 2, 8, temperature=0.5),
                 _probs_case(rng, 3, 8, top_k=3), _probs_case(rng, 2, 10, top_p=0.7),
                 _probs_case(rng, 2, 10, temperature=1.5, top_k=5, top_p=0.6),
                 _probs_case(rng, 3, 12, top_k=8, top_p=0.5),
-                _probs_case(rng, 1, 5, temperature=2.0, top_k=1)]
-    return [_probs_case(rng, 3, 7, temperature=0.8), _probs_case(rng, 2, 9, top_k=4),
+                _probs_case(rng, 1, 5, temperature=2.0, top_k=1), _boundary_case(rng, 2),
+                _peaked_case(rng, 2, 8)]
+    return [_boundary_case(rng, 3), _peaked_case(rng, 3, 9),
+            _probs_case(rng, 3, 7, temperature=0.8), _probs_case(rng, 2, 9, top_k=4),
             _probs_case(rng, 4, 12, top_p=0.8), _probs_case(rng, 2, 6, top_p=0.5),
             _probs_case(rng, 3, 10, temperature=0.7, top_k=6, top_p=0.75),
             _probs_case(rng, 2, 12, temperature=1.2, top_k=7, top_p=0.55),
@@ -215,13 +287,13 @@ def _probs_cases(rng, hidden):
 
 
 def _probs_with(**mistake):
-    return lambda logits, temperature=1.0, top_k=None, top_p=None: next_token_probs(
+    return lambda logits, temperature=1.0, top_k=None, top_p=None: die_with(
         logits, temperature, top_k, top_p, **mistake)
 
 
 def _after_softmax(logits, temperature=1.0, top_k=None, top_p=None):
     """The die without temperature, divided by it at the end."""
-    return next_token_probs(logits, 1.0, top_k, top_p) / temperature
+    return die_with(logits, 1.0, top_k, top_p) / temperature
 
 
 PROBS_MISTAKES = (
@@ -243,8 +315,8 @@ PROBS_MISTAKES = (
             "the token whose probability takes the sum past top_p is kept.",
             wrong=_probs_with(keep_crossing=False, keep_first=False),
             detect=lambda case, got, want: any(
-                np.allclose(got[0], next_token_probs(**case, keep_crossing=False,
-                                                     keep_first=first), equal_nan=True)
+                np.allclose(got[0], die_with(**case, keep_crossing=False, keep_first=first),
+                            equal_nan=True)
                 for first in (True, False))),
     Mistake("top-p on the least likely tokens", "sort from the likeliest token down before "
             "adding up probabilities.", _probs_with(ascending=True)),
@@ -259,8 +331,36 @@ PROBS_FEATURES = shape_features(**{
     "top-k = 1": lambda c: c["top_k"] == 1,
     "top-p": lambda c: c["top_p"] is not None,
     "top-k and top-p together": lambda c: c["top_k"] is not None and c["top_p"] is not None,
+    "a cumulative probability equal to top_p": _hits_top_p,
     "a single row": lambda c: len(c["logits"]) == 1})
 
+
+# Mutants that no legitimate input tells from the reference (autograder.adequacy).
+_AXIS_1 = "logits are (B, V): on a 2-D array axis 1 is axis -1"
+_DEFAULT_AXIS = "the call's default axis is -1 already (softmax, np.sort, np.argsort, take_along_axis)"
+_P = "next_token_probs: "
+PROBS_EQUIVALENT = {
+    _P + "softmax(logits / temperature, axis=-1) -> softmax(logits / temperature, axis=1)": _AXIS_1,
+    _P + "np.argsort(-probs, axis=-1, kind='stable') -> "
+         "np.argsort(-probs, kind='stable', axis=1)": _AXIS_1,
+    _P + "np.take_along_axis(probs, order, axis=-1) -> "
+         "np.take_along_axis(probs, order, axis=1)": _AXIS_1,
+    _P + "probs.sum(axis=-1, keepdims=True) -> probs.sum(keepdims=True, axis=1)": _AXIS_1,
+    _P + "probs.sum(axis=-1, keepdims=True) -> probs.sum(keepdims=True, axis=1) #2": _AXIS_1,
+    _P + "np.cumsum(sorted_p, axis=-1) -> np.cumsum(sorted_p, axis=1)": _AXIS_1,
+    _P + "np.sort(probs, axis=-1) -> np.sort(probs, axis=1)": _AXIS_1,
+    **{_P + "-1 -> 1" + (f" #{k}" if k > 1 else ""): _AXIS_1 for k in range(1, 9)},  # axis=-1 -> 1
+    _P + "softmax(logits / temperature, axis=-1) -> softmax(logits / temperature)": _DEFAULT_AXIS,
+    _P + "np.argsort(-probs, axis=-1, kind='stable') -> np.argsort(-probs, kind='stable')":
+        _DEFAULT_AXIS,
+    _P + "np.take_along_axis(probs, order, axis=-1) -> np.take_along_axis(probs, order)":
+        _DEFAULT_AXIS,
+    _P + "np.sort(probs, axis=-1) -> np.sort(probs)": _DEFAULT_AXIS,
+    "softmax: a line that updates `z` is missing": "z = np.asarray(z) on logits / temperature, "
+        "already an array",
+    "softmax: a line that updates `m` is missing": "np.where(np.isfinite(m), m, 0.0) changes m "
+        "only for a row of all -inf logits, which has no distribution to return",
+}
 
 # ============================================================================ the KV cache
 def stepped(idx, params, n_heads, *, whole_prefix=False, fixed_position=False,
@@ -349,16 +449,17 @@ _exercise = exercise_maker("gpt", forbidden=FORBIDDEN)
 EXERCISES = [
     _exercise("block", "gpt_block", "gpt_block(x, p, n_heads) -> out (B, T, d_model)",
               _block_cases, gpt_block, 2, BLOCK_MISTAKES, BLOCK_FEATURES, ("out",),
-              dims=_block_dims),
+              dims=_block_dims, equivalent=BLOCK_EQUIVALENT),
     _exercise("forward", "gpt_forward",
               "gpt_forward(idx, params, n_heads) -> logits (B, T, vocab_size)",
               _forward_cases, gpt_forward, 2, FORWARD_MISTAKES, FORWARD_FEATURES, ("logits",),
-              helpers=("gpt_block",)),
+              helpers=("gpt_block",), equivalent=FORWARD_EQUIVALENT),
     _exercise("next_token_probs", "next_token_probs",
               "next_token_probs(logits, temperature=1.0, top_k=None, top_p=None) -> probs (B, V)",
-              _probs_cases, next_token_probs, 3, PROBS_MISTAKES, PROBS_FEATURES, ("probs",)),
+              _probs_cases, next_token_probs, 3, PROBS_MISTAKES, PROBS_FEATURES, ("probs",),
+              equivalent=PROBS_EQUIVALENT),
     _exercise("kv_step", "gpt_step",
               "gpt_step(token, pos, cache, params, n_heads) -> logits (B, vocab_size)",
               _step_cases, _step_reference, 3, STEP_MISTAKES, FORWARD_FEATURES, ("logits",),
-              call="stepwise"),
+              call="stepwise", equivalent=FORWARD_EQUIVALENT),
 ]

@@ -102,6 +102,49 @@ COUNT_MISTAKES = (
                         4 * (n_heads - 1) * d_model ** 2 * n_layers)),
 )
 
+def _switched(host, switch, others, repeat=""):
+    """Mutants that put another name where one of course_lib's switches is read: the switches
+    (biases, attention_biases, layernorm, learned_positions) are True in every count of this
+    exercise, and so is every name put in their place (a positive size or count, or a switch)."""
+    return {f"{host}: {switch} -> {other}{repeat}":
+            f"`{switch}` is always True here and `{other}` is true too (a positive number, or on)"
+            for other in others.split()}
+
+
+# Mutants of the reference (course_lib.scaling.param_count and param_breakdown) that no case
+# can tell apart (``autograder.adequacy``): the exercise fixes every switch of course_lib's
+# count (biases, layer norms, learned positions all counted) and has no d_head.
+COUNT_EQUIVALENT = {
+    "param_count: int(sum(param_breakdown(n_layers, d_model, n_heads, vocab_si -> "
+    "sum(param_breakdown(n_layers, d_model, n_heads, vocab_size, ":
+        "every part is a Python int (the sizes are ints), so their sum is an int already",
+    "param_breakdown: a line that updates `d_ff` is missing":
+        "the line only turns d_ff = None into 4 * d_model; the exercise always passes d_ff",
+    "param_breakdown: d -> d_model": "d is d_model (d = d_model)",
+    "param_breakdown: d -> d_model #3": "d is d_model (d = d_model)",
+    "param_breakdown: a -> d": "the attention width a is d_model: the exercise passes no d_head",
+    "param_breakdown: a -> d_model":
+        "the attention width a is d_model: the exercise passes no d_head",
+    "param_breakdown: d -> a #3":
+        "the attention width a is d_model: the exercise passes no d_head",
+    **_switched("param_count", "biases",
+                "d_ff d_model layernorm learned_positions n_ctx n_heads n_layers vocab_size"),
+    **_switched("param_count", "layernorm",
+                "biases d_ff d_model learned_positions n_ctx n_heads n_layers vocab_size"),
+    **_switched("param_count", "learned_positions",
+                "biases d_ff d_model layernorm n_ctx n_heads n_layers vocab_size"),
+    **_switched("param_breakdown", "biases", "a d d_ff d_model layernorm learned_positions "
+                                             "n_ctx n_heads n_layers vocab_size"),
+    **_switched("param_breakdown", "attention_biases", "a biases d d_ff d_model layernorm "
+                "learned_positions n_ctx n_heads n_layers vocab_size", " #3"),
+    **_switched("param_breakdown", "biases", "a attention attention_biases d d_ff d_model "
+                "layernorm learned_positions n_ctx n_heads n_layers vocab_size", " #2"),
+    **_switched("param_breakdown", "learned_positions", "a attention attention_biases biases d "
+                "d_ff d_model layernorm mlp n_ctx n_heads n_layers vocab_size"),
+    **_switched("param_breakdown", "layernorm", "a attention attention_biases biases d d_ff "
+                "d_model learned_positions mlp n_ctx n_heads n_layers vocab_size"),
+}
+
 COUNT_FEATURES = shape_features(**{
     "GPT-3 sizes": lambda c: c["vocab_size"] == scaling.VOCAB_SIZE,
     "an untied output layer": lambda c: not c["tied"],
@@ -130,6 +173,12 @@ def _compute_with(per_token, pfs_day=scaling.PFS_DAY):
         return flops, flops / pfs_day
     return wrong
 
+
+COMPUTE_EQUIVALENT = {
+    "training_compute: scaling.training_flops(n_params, n_tokens) -> "
+    "scaling.training_flops(n_tokens, n_params)":
+        "6 N D = 6 D N: the two orders differ by a rounding, far below rtol 1e-9",
+}
 
 COMPUTE_MISTAKES = (
     Mistake("2 N D instead of 6 N D (the forward pass only)",
@@ -161,7 +210,10 @@ def _memory_cases(rng, hidden):
                 dict(n_params=175e9, bytes_per_param=4, master_weights=False),
                 dict(n_params=125_000_000, bytes_per_param=2, master_weights=True),
                 dict(n_params=7_000_000, bytes_per_param=2, master_weights=False)]
-    kinds = [(2, True), (4, False), (2, False), (2, True)]
+    # bytes_per_param 2 and 4 both with and without the master copy: with 2 bytes alone, a
+    # master copy of 4 N equals weights + gradients (2 N + 2 N), and a total without it looks
+    # like one with bytes_per_param = 0
+    kinds = [(2, True), (4, False), (2, False), (4, True)]
     return [dict(n_params=int(10 ** rng.uniform(5, 11)), bytes_per_param=b, master_weights=m)
             for b, m in kinds]
 
@@ -184,9 +236,10 @@ MEMORY_MISTAKES = (
     Mistake("Adam states forgotten",
             "Adam keeps two numbers per parameter, the moments m and v, in fp32: 8 bytes per "
             "parameter on top of the weights and gradients.", _memory_with(adam_states=0)),
-    Mistake("only one Adam state (m and v are two)",
+    Mistake("only one Adam state, or m and v in 2 bytes each (4 bytes per parameter in all)",
             "Adam keeps a running mean m *and* a running mean of squares v, each in fp32: "
-            "4 + 4 bytes per parameter, whatever the precision of the weights.",
+            "4 + 4 bytes per parameter, whatever the precision of the weights (one 4-byte "
+            "state and two fp16 states give the same 4 bytes).",
             _memory_with(adam_states=1)),
     Mistake("fp32 master copy forgotten",
             "in mixed precision (master_weights=True) the optimizer updates an fp32 copy of the "
@@ -201,6 +254,15 @@ MEMORY_MISTAKES = (
             "backpropagation stores one gradient per parameter, in the working precision.",
             _memory_with(gradients=False)),
 )
+
+MEMORY_EQUIVALENT = {
+    "training_memory_bytes: n_states >= 1 -> n_states > 1":
+        "n_states is 2: the exercise is always Adam (course_lib's optimizer='adam')",
+    "training_memory_bytes: 2 -> 0.5 #2":
+        "in `n_states >= 2`, n_states is always 2 (Adam): n_states >= 0.5 holds as well",
+    "training_memory_bytes: 2 -> 1 #2":
+        "in `n_states >= 2`, n_states is always 2 (Adam): n_states >= 1 holds as well",
+}
 
 MEMORY_FEATURES = shape_features(**{
     "fp32 weights (4 bytes)": lambda c: c["bytes_per_param"] == 4,
@@ -250,6 +312,15 @@ KV_MISTAKES = (
             _kv_times(lambda bytes_per_value, **_: 1 / bytes_per_value)),
 )
 
+_KV_CALL = "kv_cache_bytes: scaling.kv_cache_bytes(n_layers, d_model, batch, context, by -> "
+_KV_PRODUCT = "the bytes are a product of ints: the factors in any order give the same number"
+KV_EQUIVALENT = {
+    _KV_CALL + "scaling.kv_cache_bytes(d_model, n_layers, batch, context, by": _KV_PRODUCT,
+    _KV_CALL + "scaling.kv_cache_bytes(n_layers, batch, d_model, context, by": _KV_PRODUCT,
+    _KV_CALL + "scaling.kv_cache_bytes(n_layers, d_model, context, batch, by": _KV_PRODUCT,
+    _KV_CALL + "scaling.kv_cache_bytes(n_layers, d_model, batch, bytes_per_v": _KV_PRODUCT,
+}
+
 KV_FEATURES = shape_features(**{
     "a batch of one sequence": lambda c: c["batch"] == 1,
     "1-byte values": lambda c: c["bytes_per_value"] == 1,
@@ -293,6 +364,15 @@ TIME_MISTAKES = (
             _days_times(lambda **_: 24)),
 )
 
+_DAYS_CALL = ("training_days: scaling.training_days(flops, n_devices, peak_flops, utilisat -> "
+              "scaling.training_days(flops, ")
+_DAYS_PRODUCT = ("flops / (n_devices x peak_flops x utilisation): the three factors in any order "
+                 "differ by a rounding, far below rtol 1e-9")
+TIME_EQUIVALENT = {
+    _DAYS_CALL + "peak_flops, n_devices, utilisat": _DAYS_PRODUCT,
+    _DAYS_CALL + "n_devices, utilisation, peak_fl": _DAYS_PRODUCT,
+}
+
 TIME_FEATURES = shape_features(**{"a single device": lambda c: c["n_devices"] == 1})
 
 
@@ -305,24 +385,29 @@ EXERCISES = [
               signature="param_count(n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff, tied) "
                         "-> int",
               cases=_count_cases, reference=param_count, points=3, output_names=("n_params",),
-              features=COUNT_FEATURES, mistakes=COUNT_MISTAKES),
+              features=COUNT_FEATURES, mistakes=COUNT_MISTAKES,
+              equivalent=COUNT_EQUIVALENT),
     _exercise("compute", function="training_compute",
               signature="training_compute(n_params, n_tokens) -> (flops, pfs_days)",
               cases=_compute_cases, reference=training_compute, points=1,
-              output_names=("flops", "pfs_days"), mistakes=COMPUTE_MISTAKES),
+              output_names=("flops", "pfs_days"), mistakes=COMPUTE_MISTAKES,
+              equivalent=COMPUTE_EQUIVALENT),
     _exercise("memory", function="training_memory",
               signature="training_memory(n_params, bytes_per_param, master_weights) -> "
                         "(weights, gradients, master, adam, total)",
               cases=_memory_cases, reference=training_memory, points=2,
               output_names=("weights", "gradients", "master", "adam", "total"),
-              features=MEMORY_FEATURES, mistakes=MEMORY_MISTAKES),
+              features=MEMORY_FEATURES, mistakes=MEMORY_MISTAKES,
+              equivalent=MEMORY_EQUIVALENT),
     _exercise("kv_cache", function="kv_cache_bytes",
               signature="kv_cache_bytes(n_layers, d_model, batch, context, bytes_per_value) "
                         "-> bytes",
               cases=_kv_cases, reference=kv_cache_bytes, points=1, output_names=("bytes",),
-              features=KV_FEATURES, mistakes=KV_MISTAKES),
+              features=KV_FEATURES, mistakes=KV_MISTAKES,
+              equivalent=KV_EQUIVALENT),
     _exercise("train_time", function="training_days",
               signature="training_days(flops, n_devices, peak_flops, utilisation) -> days",
               cases=_time_cases, reference=training_days, points=1, output_names=("days",),
-              features=TIME_FEATURES, mistakes=TIME_MISTAKES),
+              features=TIME_FEATURES, mistakes=TIME_MISTAKES,
+              equivalent=TIME_EQUIVALENT),
 ]
