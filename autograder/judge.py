@@ -148,12 +148,12 @@ def _unlisted(ex: Exercise, failing: list, passing: list, raised: list) -> tuple
     differences are rounding; then one mutant of the reference that fits every case
     (``explain``, unless some cases raised: it would have to fit those too); then the
     generic diagnoses (``diagnose``)."""
-    small = rounding(ex, failing)
-    if small:
-        return [small], "pinpoint"
     kinds = _dtype_only(ex, failing)
     if kinds:
         return [kinds], "specific"
+    small = rounding(ex, failing)
+    if small:
+        return [small], "pinpoint"
     named = explain(ex, failing, passing, raised)
     if named:
         return [named], "specific"
