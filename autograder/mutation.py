@@ -26,7 +26,7 @@ import inspect
 import textwrap
 import types
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -55,14 +55,21 @@ _CMP = {ast.Lt: (ast.LtE, "<", "<="), ast.LtE: (ast.Lt, "<=", "<"), ast.Gt: (ast
         ast.GtE: (ast.Gt, ">=", ">")}
 
 
-@dataclass(frozen=True)
+@dataclass
 class Mutant:
     id: str        # stable: "<function>: <before> -> <after>" (with "#k" for a repeat)
     host: str      # the function that holds the change
     site: int      # where in it (the changed node's index in ``ast.walk`` order)
     family: str    # the kind of change (see the module docstring)
-    words: str     # what the change does, in plain words, for the learner
+    describe: Any  # what the change does, in plain words: a string, or a function making it
     fn: Callable   # the reference with this one change; same signature
+
+    @property
+    def words(self) -> str:
+        """The description for the learner (made on first use: most mutants never need one)."""
+        if callable(self.describe):
+            self.describe = self.describe()
+        return self.describe
 
 
 # ----------------------------------------------------------------------------- the call graph
@@ -378,8 +385,8 @@ def _changes(tree: ast.FunctionDef, public: set[str]) -> list[_Site]:
             if v in (1, 0.5, 2):
                 options |= {2 if v != 2 else 1, 0.5 if v != 0.5 else 2}
             for new_v in sorted(o for o in options if o != v):
-                shown = _in_context(node, ast.Constant(new_v), parents, public)
-                add(node, ast.Constant(new_v), "constant", shown or f"the constant {v:g} is {new_v:g} in your code")
+                add(node, ast.Constant(new_v), "constant", lambda node=node, new_v=new_v, v=v: _in_context(
+                    node, ast.Constant(new_v), parents, public) or f"the constant {v:g} is {new_v:g} in your code")
         elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
             for part in ("lower", "upper"):
                 bound = getattr(node.slice, part)
@@ -406,8 +413,8 @@ def _changes(tree: ast.FunctionDef, public: set[str]) -> list[_Site]:
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in variables:
             for other in variables:
                 if other != node.id:
-                    shown = _in_context(node, ast.Name(other, ast.Load()), parents, public | {other})
-                    add(node, ast.Name(other, ast.Load()), "variable", shown or (
+                    add(node, ast.Name(other, ast.Load()), "variable", lambda node=node, other=other: _in_context(
+                        node, ast.Name(other, ast.Load()), parents, public | {other}) or (
                         f"`{other}` is used where `{node.id}` belongs" if node.id in public and other in public
                         else "one variable is used where another belongs"))
         if isinstance(node, (ast.FunctionDef, ast.For, ast.If, ast.With)):
@@ -522,7 +529,7 @@ def _make(ex: Exercise) -> tuple[Mutant, ...]:
     public = _public_names(ex)
     for host in hosts(ex.reference):
         tree = _source_tree(host)
-        slots = _slots(tree)
+        slots, nodes = _slots(tree), list(ast.walk(tree))
         for site in _changes(tree, public)[:MAX_PER_HOST]:
             try:
                 fn = _rebuild(ex.reference, host, _compile_changed(host, tree, slots, site), {})
@@ -531,13 +538,15 @@ def _make(ex: Exercise) -> tuple[Mutant, ...]:
             if site.family == "statement":
                 key = f"{host.__name__}: {site.words}"
             else:
-                before = ast.unparse(list(ast.walk(tree))[site.index]).splitlines()[0][:60]
+                before = ast.unparse(nodes[site.index]).splitlines()[0][:60]
                 key = f"{host.__name__}: {before} -> {ast.unparse(site.new).splitlines()[0][:60]}"
             seen[key] = seen.get(key, 0) + 1
             if seen[key] > 1:
                 key += f" #{seen[key]}"
             where = "" if host.__name__ == ex.function else f" (in {host.__name__.strip('_').replace('_', ' ')})"
-            out.append(Mutant(key, _qualified(host), site.index, site.family, site.words + where, fn))
+            words = (lambda w=site.words, where=where: (w() if callable(w) else w) + where) \
+                if callable(site.words) else site.words + where
+            out.append(Mutant(key, _qualified(host), site.index, site.family, words, fn))
     return tuple(out)
 
 
