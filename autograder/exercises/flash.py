@@ -285,8 +285,23 @@ HIDDEN_SHAPES = [((3,), 12, 12, 4, 4, True, 4, 4, 1.0),
                  ((), 6, 3, 4, 4, False, 2, 2, 1.0)]
 
 
+def _signed_rows_case(rng):
+    """Causal, batch of 2, T_q = 5 < T_k = 7, d_k = 4, d_v = 3, block_q = 2, block_k = 3. Every
+    entry of K lies in [20, 30] and every row of Q has entries of one sign, + for even rows and
+    - for odd ones: the scores are between 800 and 1800 in the even rows and between -1800 and
+    -800 in the odd ones, so every query tile holds rows of both signs. A running maximum that
+    starts from a positive number instead of m (np.maximum(T_k, S.max(-1)), ...) or one taken
+    over the whole tile (S.max()) makes exp(S - m) underflow to 0 in the odd rows."""
+    sign = np.where(np.arange(5) % 2 == 0, 1.0, -1.0)[:, None]
+    return {"Q": sign * rng.uniform(20.0, 30.0, (2, 5, 4)),
+            "K": rng.uniform(20.0, 30.0, (2, 7, 4)),
+            "V": rng.standard_normal((2, 7, 3)),
+            "causal": True, "block_q": 2, "block_k": 3}
+
+
 def _forward_cases(rng, hidden):
-    return [_forward_case(rng, *shape) for shape in (HIDDEN_SHAPES if hidden else PUBLIC_SHAPES)]
+    cases = [_forward_case(rng, *shape) for shape in (HIDDEN_SHAPES if hidden else PUBLIC_SHAPES)]
+    return cases + [_signed_rows_case(rng)] if hidden else cases
 
 
 def _T(c):
@@ -376,10 +391,11 @@ _TILE_EQUIVALENT = {
                               + _EXTRA_TILES,
     "_key_blocks: T_q -> rows": "causal stop q0 + rows + T_k - rows >= the right one "
                                 "(rows <= T_q): " + _EXTRA_TILES,
-    "_mask_tile: np.arange(q0, q0 + rows)[:, None] + (T_k - T_q) -> "
-    "np.arange(q0, q0 + rows)[:, None] + T_k - T_q":
-        "integer arithmetic: a + (T_k - T_q) = a + T_k - T_q exactly",
 }
+# _mask_tile with k0 and T_q swapped keeps key k0 + c for query q0 + r where
+# T_q + c <= q0 + r + T_k - k0, which is k0 + c <= q0 + r + T_k - T_q in integers: the same mask
+_SWAPPED_MASK = ("_mask_tile(S, q0, T_q, k0, T_k, causal) keeps T_q + c <= q0 + r + T_k - k0, "
+                 "the right mask's k0 + c <= q0 + r + T_k - T_q rearranged (exact in integers)")
 FORWARD_EQUIVALENT = {
     **_TILE_EQUIVALENT,
     "_forward_reference: block_q -> block_k":
@@ -398,6 +414,13 @@ FORWARD_EQUIVALENT = {
     "_key_blocks: min(T_k, q0 + rows + T_k - T_q) -> max(T_k, q0 + rows + T_k - T_q)":
         "q0 + rows <= T_q, so the max is T_k, the stop without causality: " + _EXTRA_TILES,
     "_key_blocks: stop -> T_k": "the stop without causality: " + _EXTRA_TILES,
+    "flash_forward: _mask_tile(S, q0, k0, T_q, T_k, causal) -> "
+    "_mask_tile(S, q0, T_q, k0, T_k, causal)": _SWAPPED_MASK,
+    "flash_forward: m_new -> shift":
+        "m = shift differs from m = m_new only where m_new = -inf (0 there): a row whose keys "
+        "so far are all masked, so key 0 is masked and, the visible keys being a prefix, every "
+        "later key too; such a row then gets m_new = 0, shift 0, alpha 1 instead of 0, times "
+        "l = 0 and acc = 0, and lse = 0 + log(0) = -inf, out = 0 as the reference's",
 }
 
 FORWARD = Exercise(
@@ -527,6 +550,18 @@ BACKWARD_EQUIVALENT = {
         "dQ, dK and dV do not depend on the tile sizes (rounding only)",
     "_backward_reference: block_k -> block_q":
         "dQ, dK and dV do not depend on the tile sizes (rounding only)",
+    # _key_blocks(q0, rows, T_q, ...) in the backward's key loop, as in the forward's
+    "flash_backward: T_q -> causal #2": "causal stop q0 + rows + T_k - 1 >= the right one "
+                                        "(T_q >= 1): " + _EXTRA_TILES,
+    "flash_backward: T_q -> q0 #2": "causal stop q0 + rows + T_k - q0 >= the right one "
+                                    "(q0 < T_q): " + _EXTRA_TILES,
+    "flash_backward: T_q -> rows #2": "causal stop q0 + rows + T_k - rows >= the right one "
+                                      "(rows <= T_q): " + _EXTRA_TILES,
+    "flash_backward: T_q -> scale #2": "causal stop q0 + rows + T_k - 1/sqrt(d_k) >= T_k "
+                                       "(q0 + rows >= 1 >= scale), so min gives T_k: "
+                                       + _EXTRA_TILES,
+    "flash_backward: _mask_tile(Qi @ np.swapaxes(Kj, -1, -2) * scale, q0, k0, T_q -> "
+    "_mask_tile(Qi @ np.swapaxes(Kj, -1, -2) * scale, q0, T_q, k0": _SWAPPED_MASK,
 }
 
 BACKWARD = Exercise(

@@ -356,6 +356,10 @@ PROBS_EQUIVALENT = {
     _P + "np.take_along_axis(probs, order, axis=-1) -> np.take_along_axis(probs, order)":
         _DEFAULT_AXIS,
     _P + "np.sort(probs, axis=-1) -> np.sort(probs)": _DEFAULT_AXIS,
+    # softmax's own reductions: next_token_probs calls it once, with axis=-1 on (B, V) logits
+    **{f"softmax: np.{f}({v}, axis=axis, keepdims=True) -> np.{f}({v}, keepdims=True, "
+       f"axis={a})": f"softmax is only called with axis=-1, on 2-D (B, V) logits: axis -1 and "
+       f"axis 1 are `axis` there" for f, v in (("max", "z"), ("sum", "e")) for a in ("-1", "1")},
     "softmax: a line that updates `z` is missing": "z = np.asarray(z) on logits / temperature, "
         "already an array",
     "softmax: a line that updates `m` is missing": "np.where(np.isfinite(m), m, 0.0) changes m "

@@ -127,6 +127,14 @@ COUNT_EQUIVALENT = {
         "the attention width a is d_model: the exercise passes no d_head",
     "param_breakdown: d -> a #3":
         "the attention width a is d_model: the exercise passes no d_head",
+    # the later uses of d (in attention, mlp and the returned parts) and of a (attention)
+    **{f"param_breakdown: d -> d_model #{k}": "d is d_model (d = d_model)" for k in range(4, 12)},
+    **{f"param_breakdown: d -> a #{k}": "a = d: the exercise passes no d_head, so the "
+       "attention width a is d_model" for k in range(4, 12)},
+    "param_breakdown: a -> d #2":
+        "the attention width a is d_model: the exercise passes no d_head",
+    "param_breakdown: a -> d_model #2":
+        "the attention width a is d_model: the exercise passes no d_head",
     **_switched("param_count", "biases",
                 "d_ff d_model layernorm learned_positions n_ctx n_heads n_layers vocab_size"),
     **_switched("param_count", "layernorm",
@@ -258,9 +266,9 @@ MEMORY_MISTAKES = (
 MEMORY_EQUIVALENT = {
     "training_memory_bytes: n_states >= 1 -> n_states > 1":
         "n_states is 2: the exercise is always Adam (course_lib's optimizer='adam')",
-    "training_memory_bytes: 2 -> 0.5 #2":
+    "training_memory_bytes: 2 -> 0.5":
         "in `n_states >= 2`, n_states is always 2 (Adam): n_states >= 0.5 holds as well",
-    "training_memory_bytes: 2 -> 1 #2":
+    "training_memory_bytes: 2 -> 1":
         "in `n_states >= 2`, n_states is always 2 (Adam): n_states >= 1 holds as well",
 }
 
