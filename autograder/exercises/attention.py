@@ -75,7 +75,39 @@ def _forward_cases(rng, hidden):
         _attention_case(rng, (3,), 4, 7, 1, 5, mask=ref.padding_mask([7, 2, 0], 7)),
         _attention_case(rng, (2, 2), 4, 6, 3, 5, mask=_random_mask(rng, 2, 2, 4, 6)),
         _attention_case(rng, (2,), 5, 5, 4, 4, mask=causal_mask(5), scale=4.0),
+        _zero_query(_attention_case(rng, (), 3, 4, 2, 2)),
+        _rows_far_apart(_attention_case(rng, (), 3, 5, 4, 3)),
     ]
+
+
+def _rows_far_apart(case):
+    """Keys with entries in [5, 10]; query 0 is 90 everywhere and query 2 is 0: the scores of
+    row 0 are 900 .. 1800 and those of row 2 are 0, so a maximum taken over more than one row
+    underflows row 2 to 0 / 0 (row 2 alone stays harmless, so a softmax without any
+    max-subtraction fails here only by its overflow in row 0). Every input stays below 100."""
+    case["K"] = 5.0 + 5.0 * np.abs(np.sin(case["K"]))
+    case["Q"][0], case["Q"][2] = 90.0, 0.0
+    return case
+
+
+def _zero_query(case):
+    """Query 1 all zeros: its scores are all exactly 0 (its row maximum is 0), uniform weights."""
+    case["Q"][..., 1, :] = 0.0
+    return case
+
+
+# Mutants of course_lib.softmax.softmax (called by the attention references) that no input
+# tells apart.
+SOFTMAX_EQUIVALENT = {
+    "softmax: a line that updates `z` is missing":
+        "z = np.asarray(z) is a no-op: the scores S are always an array",
+    "softmax: total -> e #2":
+        "np.where(e == 0, 1.0, total): where e == 0 the numerator is 0, so 0 / 1.0 = 0 / total "
+        "(and total == 0 only when all of its row's e are 0); elsewhere the denominator is total",
+    **{m: "attention_forward calls softmax with its default axis=-1, so axis=axis is axis=-1"
+       for m in ("softmax: np.max(z, axis=axis, keepdims=True) -> np.max(z, keepdims=True, axis=-1)",
+                 "softmax: np.sum(e, axis=axis, keepdims=True) -> np.sum(e, keepdims=True, axis=-1)")},
+}
 
 
 def _forward_reference(Q, K, V, mask=None):
@@ -156,6 +188,7 @@ FORWARD = Exercise(
     forbidden=FORBIDDEN,
     features=QKV_FEATURES,
     dims=_qkv_dims,
+    equivalent=SOFTMAX_EQUIVALENT,
     mistakes=(
         Mistake("softmax over the wrong axis",
                 "the weights sum to 1 over the queries instead of over the keys; "
@@ -213,6 +246,10 @@ CAUSAL_MASK = Exercise(
     cases=_causal_cases,
     features=shape_features(**{"T = 1": lambda c: c["T"] == 1}),
     reference=lambda T: causal_mask(T),
+    equivalent={m: "causal_mask(T) has one argument: the reference's T_k is T_q = T, so "
+                   "exchanging T_q and T_k changes nothing" for m in (
+        "causal_mask: T_k - T_q -> T_q - T_k", "causal_mask: T_q -> T_k #2",
+        "causal_mask: T_k -> T_q #3", "causal_mask: T_k -> T_q #4", "causal_mask: T_q -> T_k #3")},
     points=1,
     output_names=("mask",),
     forbidden=FORBIDDEN,
@@ -265,6 +302,9 @@ PADDING_MASK = Exercise(
         "a sequence of full length T": lambda c: (np.asarray(c["lengths"]) >= c["T"]).any(),
         "a single sequence (B = 1)": lambda c: len(c["lengths"]) == 1}),
     reference=lambda lengths, T: ref.padding_mask(lengths, T),
+    equivalent={"padding_mask: a line that updates `lengths` is missing":
+                "lengths is an integer array (B,) by the exercise's text, so np.asarray(lengths) "
+                "is a no-op"},
     points=1,
     output_names=("mask",),
     forbidden=FORBIDDEN,
@@ -415,6 +455,10 @@ BACKWARD = Exercise(
     forbidden=FORBIDDEN,
     features=QKV_FEATURES,
     dims=_qkv_dims,
+    equivalent={"softmax_jvp: np.sum(g * s, axis=axis, keepdims=True) -> "
+                "np.sum(g * s, keepdims=True, axis=-1)":
+                "attention_backward calls softmax_jvp(A, dA) with its default axis=-1, so "
+                "axis=axis is axis=-1"},
     mistakes=(
         Mistake("softmax backward missing the sum term",
                 "the softmax Jacobian is diag(a) - a a^T: dS = A * (dA - sum(dA * A)), "
@@ -508,6 +552,17 @@ BACKWARD_COL = Exercise(
     dims=lambda c: {"h": c["A"].shape[0], "d": c["X"].shape[0], "T": c["X"].shape[1]},
     held_constant={"the queries Q = A X": _col_held("Q"), "the keys K = B X": _col_held("K"),
                    "the values V = C X": _col_held("V")},
+    equivalent={
+        "self_attention_col_backward: softmax_jvp(Att, V.T @ E, axis=0) -> "
+        "softmax_jvp(Att, V.T @ E, axis=-2)":
+            "Att is (T, T) by the signature (X is (d, T)), so axis -2 is axis 0",
+        "softmax_jvp: np.sum(g * s, axis=axis, keepdims=True) -> np.sum(g * s, axis=axis)":
+            "here softmax_jvp only runs with axis=0 on the 2-D Att: the (T,) column sums "
+            "broadcast as a (1, T) row, exactly as with keepdims=True",
+        **{m: "here softmax_jvp only runs with axis=0 on the 2-D Att (T, T), so axis=axis is "
+              "axis=0, which is axis=-2" for m in (
+            "softmax_jvp: np.sum(g * s, axis=axis, keepdims=True) -> np.sum(g * s, keepdims=True, axis=-2)",
+            "softmax_jvp: np.sum(g * s, axis=axis, keepdims=True) -> np.sum(g * s, keepdims=True, axis=0)")}},
     points=3,
     output_names=("dA", "dB", "dC", "dX"),
     forbidden=FORBIDDEN,
@@ -565,6 +620,8 @@ SPLIT_HEADS = Exercise(
         "one head": lambda c: c["n_heads"] == 1,
         "d_k = 1 (as many heads as features)": lambda c: c["x"].shape[-1] == c["n_heads"],
         "T = 1": lambda c: c["x"].shape[1] == 1}),
+    equivalent={"split_heads: -2 -> 2": "x is (B, T, d_model) by the exercise's text, so the "
+                "reshaped x is 4-D and axis 2 is axis -2"},
     points=1,
     output_names=("heads",),
     forbidden=FORBIDDEN,
@@ -597,13 +654,26 @@ def _mha_cases(rng, hidden):
         return [_mha_case(rng, 1, 4, 4, 4, 2, self_attention=True),
                 _mha_case(rng, 2, 3, 5, 6, 3),
                 _mha_case(rng, 2, 4, 4, 6, 2, mask=causal_mask(4), self_attention=True, d_k=4, d_v=5),
-                _mha_case(rng, 2, 1, 5, 4, 1, mask=ref.padding_mask([5, 2], 5)[:, None])]
+                _mha_case(rng, 3, 1, 5, 4, 1, mask=ref.padding_mask([5, 2, 0], 5)[:, None])]
     return [_mha_case(rng, 2, 5, 5, 8, 2, mask=causal_mask(5), self_attention=True),
-            _mha_case(rng, 3, 4, 6, 8, 4, mask=ref.padding_mask([6, 2, 5], 6)[:, None]),
+            _mha_case(rng, 3, 4, 6, 8, 4, mask=ref.padding_mask([6, 2, 0], 6)[:, None]),
             _mha_case(rng, 1, 3, 3, 4, 1),
             _mha_case(rng, 2, 1, 7, 6, 2),
             _mha_case(rng, 2, 4, 4, 6, 3),
-            _mha_case(rng, 2, 3, 5, 6, 2, d_k=4, d_v=5)]
+            _mha_case(rng, 2, 3, 5, 6, 2, d_k=4, d_v=5),
+            _mha_large_scores(rng)]
+
+
+def _mha_large_scores(rng):
+    """Self-attention, 2 heads of d_k = 2, whose scores reach +-1273 (exp overflows without the
+    max-subtraction; the spread of a row is 2546) and whose token 2 is all zeros (its row of
+    scores is exactly 0, so its maximum is 0). W_q = W_k = 10 I keeps every input below 100."""
+    case = _mha_case(rng, 1, 3, 3, 4, 2, self_attention=True)
+    x = 3.0 * rng.choice([-1.0, 1.0], size=(1, 3, 4))
+    x[0, 1], x[0, 2] = -x[0, 0], 0.0  # token 1 opposite to token 0: scores +1273 and -1273
+    case["x_q"] = case["x_kv"] = x
+    case["W_q"], case["W_k"] = 10.0 * np.eye(4), 10.0 * np.eye(4)
+    return case
 
 
 def _mha_reference(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
@@ -646,6 +716,13 @@ MULTI_HEAD = Exercise(
     points=3,
     output_names=("out", "A"),
     forbidden=FORBIDDEN,
+    equivalent={
+        **SOFTMAX_EQUIVALENT,
+        **{m: "x_q and x_kv are (B, T, d_model) by the exercise's text, so the heads are 4-D "
+              "(B, n_heads, T, d) and axis 2 is axis -2" for m in (
+            "attention_forward: -2 -> 2", "merge_heads: -2 -> 2", "split_heads: -2 -> 2")},
+        "merge_heads: -2 -> 2 #2": "the heads are 4-D (x_q is (B, T_q, d_model) by the "
+                                   "exercise's text), so x.shape[:2] is x.shape[:-2]"},
     mistakes=(
         Mistake("heads split without transpose",
                 "use your split_heads: (B, T, d_model) -> (B, T, n_heads, d_k) -> "

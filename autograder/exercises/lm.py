@@ -58,10 +58,22 @@ def _table(rng, V, n, zero_rows):
     return counts
 
 
+def _single_count(counts, rng):
+    """``counts`` (V, V) with one context seen exactly once: a row of total 1, one-hot."""
+    V = counts.shape[-1]
+    row = counts.reshape(-1, V)[rng.integers(V ** (counts.ndim - 1))]
+    row[:] = 0
+    row[rng.integers(V)] = 1
+    return counts
+
+
 def _probs_cases(rng, hidden):
     spec = [(3, 2, 1, 0.0), (4, 2, 0, 1.0), (4, 1, 0, 0.5), (2, 3, 1, 0.0)] if not hidden else \
         [(5, 1, 0, 0.0), (3, 3, 2, 0.1), (4, 2, 0, 0.0), (3, 3, 3, 0.0), (2, 2, 1, 0.5)]
-    return [dict(counts=_table(rng, V, n, z), k=k) for V, n, z, k in spec]
+    cases = [dict(counts=_table(rng, V, n, z), k=k) for V, n, z, k in spec]
+    if hidden:  # a context of total count 1 (k = 0): its row is one-hot, not uniform
+        cases[2]["counts"] = _single_count(cases[2]["counts"], rng)
+    return cases
 
 
 def _addk(counts, k, axis=-1, kv=True, uniform_unseen=True):
@@ -347,6 +359,15 @@ EXERCISES = [
     Exercise("lm.ngram_probs", "ngram_probs", "ngram_probs(counts, k=0.0) -> probs",
              _probs_cases, ngram_probs, mistakes=PROBS_MISTAKES, forbidden=NO_LIBRARY,
              output_names=("probs",),
+             equivalent={
+                 **{m: "`safe` only guards the division of counts / safe for rows with total 0, "
+                       "and the return's np.where(total > 0, ...) gives those rows 1 / vocab_size "
+                       "whatever the division gave (counts and k are non-negative)" for m in (
+                     "ngram_probs: total > 0 -> total >= 0", "ngram_probs: 0 -> -1",
+                     "ngram_probs: safe -> total")},
+                 "ngram_probs: 1 -> 0": "counts has shape (vocab_size,) * n by the exercise's "
+                                        "text: every axis has length vocab_size, so shape[0] is "
+                                        "shape[-1]"},
              features=shape_features(**{
                  "k > 0 (smoothing)": lambda c: c["k"] > 0,
                  "contexts never seen (all-zero rows)": lambda c: np.ndim(c["counts"]) > 1 and (
@@ -356,6 +377,19 @@ EXERCISES = [
              dims=lambda c: {"vocab_size": np.shape(c["counts"])[-1]}),
     Exercise("lm.roll_die", "roll_die", "roll_die(weights, u) -> faces", _die_cases, roll_die,
              mistakes=DIE_MISTAKES, forbidden=NO_LIBRARY, output_names=("faces",),
+             equivalent={
+                 **{m: "weights is (B, vocab_size) by the exercise's text (and cum[:, -1:] in the "
+                       "reference needs 2-D), so axis 1 is axis -1" for m in (
+                     "roll_die: np.cumsum(weights, axis=-1) -> np.cumsum(weights, axis=1)",
+                     "roll_die: -1 -> 1",
+                     "roll_die: (cum <= threshold).sum(axis=-1) -> (cum <= threshold).sum(axis=1)",
+                     "roll_die: -1 -> 1 #3")},
+                 "roll_die: a line that updates `weights` is missing":
+                     "np.asarray(weights, float64) changes nothing for float64 weights, a list "
+                     "(np.cumsum converts it) or integer weights (exact sums, compared with a "
+                     "float64 threshold); only float32 rounding of the cdf at a face boundary "
+                     "could differ, which the text does not specify (a float32 learner cdf "
+                     "would differ there too)"},
              features=shape_features(**{
                  "faces of weight zero": lambda c: (c["weights"] == 0).any(),
                  "a die with one face": lambda c: c["weights"].shape[-1] == 1})),
@@ -371,11 +405,17 @@ EXERCISES = [
     Exercise("lm.rnn_backward", "rnn_backward",
              "rnn_backward(dh, cache) -> (dx, dh0, dWxh, dWhh, db)", _bptt_cases, rnn_backward,
              points=2.0, mistakes=BPTT_MISTAKES, forbidden=NO_LIBRARY,
+             equivalent={"rnn_backward: da.sum(axis=0) -> da.sum(axis=-2)":
+                         "da is (B, H) (dh[:, t] of dh (B, T, H) by the text), so axis -2 is axis 0"},
              output_names=("dx", "dh0", "dWxh", "dWhh", "db"),
              features=RNN_FEATURES, dims=_rnn_dims),
     Exercise("lm.lstm_cell", "lstm_cell_forward",
              "lstm_cell_forward(x, h_prev, c_prev, W, b) -> (h, c)", _lstm_cases,
              lambda **c: lstm_cell_forward(**c)[:2], mistakes=LSTM_MISTAKES,
+             equivalent={"lstm_cell_forward: np.concatenate([h_prev, x], axis=1) -> "
+                         "np.concatenate([h_prev, x], axis=-1)":
+                         "x (B, D) and h_prev (B, H) are 2-D by the exercise's text, so axis -1 "
+                         "is axis 1"},
              forbidden=NO_LIBRARY, output_names=("h", "c"),
              features=shape_features(**{"a single example (B = 1)": lambda c: len(c["x"]) == 1})),
 ]

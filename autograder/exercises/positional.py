@@ -193,6 +193,11 @@ def _positions_features(**more):
         **more})
 
 
+# The reference raises ValueError for an odd d_model; these mutants differ only by not raising.
+ODD_D_MODEL = {m: "they differ only for an odd d_model, where the reference raises; d_model is "
+                  "even by the exercise's text (pairs of dimensions)" for m in (
+    "frequencies: d_model -> base", "frequencies: 2 -> 0.5", "frequencies: 2 -> 1")}
+
 EXERCISES = [
     Exercise(
         id="positional.sinusoidal",
@@ -205,6 +210,7 @@ EXERCISES = [
         points=2,
         output_names=("P",),
         forbidden=NO_LIBRARY,
+        equivalent=ODD_D_MODEL,
         mistakes=SINUSOIDAL_MISTAKES,
     ),
     Exercise(
@@ -221,6 +227,7 @@ EXERCISES = [
         points=2,
         output_names=("A",),
         forbidden=NO_LIBRARY,
+        equivalent=ODD_D_MODEL,
         mistakes=ROTATION_MISTAKES,
     ),
     Exercise(
@@ -236,6 +243,11 @@ EXERCISES = [
         points=2,
         output_names=("x_rotated",),
         forbidden=NO_LIBRARY,
+        equivalent={"apply_rope: a line that updates `x` is missing":
+                    "x is an array (..., T, d) by the exercise's text, so np.asarray(x) is a no-op",
+                    **{m: "they differ only for an odd d, where the reference raises; d is even by "
+                          "the exercise's text (adjacent pairs (2k, 2k+1), angles (T, d/2))"
+                       for m in ODD_D_MODEL}},
         mistakes=ROPE_MISTAKES,
     ),
 ]

@@ -16,6 +16,13 @@ def _with_neg_inf(z):
     return z
 
 
+def _spread(z, rng):
+    """z (B, n) with one entry of each row lowered by 1000: a row spread over about 1000, so
+    exp(z - min) overflows where exp(z - max) does not."""
+    z[np.arange(len(z)), rng.integers(0, z.shape[1], size=len(z))] -= 1000.0
+    return z
+
+
 def _softmax_cases(rng: np.random.Generator, hidden: bool) -> list[dict]:
     if not hidden:
         return [dict(z=rng.normal(size=5), axis=-1),
@@ -33,6 +40,7 @@ def _softmax_cases(rng: np.random.Generator, hidden: bool) -> list[dict]:
             dict(z=masked, axis=-1),
             dict(z=-rng.uniform(800, 900, size=(3, 6)), axis=-1),  # exp(-800) underflows to 0
             dict(z=np.stack([rng.normal(size=4), rng.normal(size=4) + 1000.0]), axis=-1),
+            dict(z=_spread(rng.normal(size=(2, 5)), rng), axis=-1),
             dict(z=rng.normal(size=(5, 2)).astype(np.float32), axis=-1)]
 
 
@@ -68,6 +76,18 @@ def _last_axis(z, axis=-1):
     return softmax(z, axis=-1)
 
 
+# Mutants of course_lib.softmax.softmax that no legitimate input of this exercise tells apart.
+SOFTMAX_EQUIVALENT = {
+    "softmax: a line that updates `z` is missing":
+        "z = np.asarray(z) is a no-op on an array; on a list, np.max(z, ...) and z - m convert "
+        "it anyway, so every later line computes the same values",
+    "softmax: a line that updates `m` is missing":
+        "np.where(np.isfinite(m), m, 0.0) only changes a slice with no finite maximum (all "
+        "-inf, or a +inf entry): softmax is undefined there and this exercise does not grade it "
+        "(the notebook's own 3-line solution gives NaN too); attention.forward grades fully "
+        "masked rows",
+}
+
 EXERCISES = [
     Exercise(
         id="warmup.softmax",
@@ -79,6 +99,7 @@ EXERCISES = [
         points=2,
         output_names=("s",),
         forbidden=FORBIDDEN,
+        equivalent=SOFTMAX_EQUIVALENT,
         mistakes=[
             Mistake("no max-subtraction",
                     "exp() of large logits overflows to inf and the result becomes NaN; "
