@@ -133,13 +133,14 @@ def _thin(fn) -> bool:
         isinstance(n, ast.Call) for n in ast.walk(tree)) <= 3
 
 
-def hosts(reference) -> list[Callable]:
+def hosts(reference, skip=()) -> list[Callable]:
     """The functions whose code is mutated: the reference's, thin wrappers passed through,
-    and the course functions called from there up to ``DEPTH`` calls deep."""
+    and the course functions called from there up to ``DEPTH`` calls deep, except those named
+    in ``skip`` (the learner's own helpers, graded by their own exercise)."""
     found, seen = [], set()
 
     def visit(fn, depth):
-        if id(fn) in seen or depth > DEPTH:
+        if id(fn) in seen or depth > DEPTH or fn.__name__ in skip:
             return
         seen.add(id(fn))
         thin = _thin(fn)
@@ -273,7 +274,8 @@ def _changes(tree: ast.FunctionDef, public: set[str]) -> list[_Site]:
                     if new_axis is not None:
                         keywords.append(ast.keyword("axis", ast.parse(new_axis, mode="eval").body))
                     over = "over every entry" if new_axis is None else f"over axis {new_axis}"
-                    add(node, clone(node, keywords=keywords), "axis", f"{what} is taken {over} instead of over axis {old}")
+                    right = f"`{old}`" if isinstance(axis.value, ast.Name) else f"axis {old}"
+                    add(node, clone(node, keywords=keywords), "axis", f"{what} is taken {over} instead of over {right}")
             keep = _keyword(node, "keepdims")
             if keep is not None:
                 add(node, clone(node, keywords=[k for k in node.keywords if k is not keep]), "keepdims",
@@ -527,7 +529,7 @@ def mutants(ex: Exercise) -> tuple[Mutant, ...]:
 def _make(ex: Exercise) -> tuple[Mutant, ...]:
     out, seen = [], {}
     public = _public_names(ex)
-    for host in hosts(ex.reference):
+    for host in hosts(ex.reference, ex.helpers):
         tree = _source_tree(host)
         slots, nodes = _slots(tree), list(ast.walk(tree))
         for site in _changes(tree, public)[:MAX_PER_HOST]:
@@ -578,7 +580,7 @@ def live_sites(ex: Exercise, cases: list) -> set[tuple[str, int]]:
     from autograder.transport import as_outputs
     wants = [as_outputs(ex.reference(**c)) for c in cases]
     live = set()
-    for host in hosts(ex.reference):
+    for host in hosts(ex.reference, ex.helpers):
         tree = _source_tree(host)
         indexes = {site.index for site in _changes(tree, _public_names(ex))}
         nodes, slots = list(ast.walk(tree)), _slots(tree)

@@ -255,3 +255,23 @@ BLIND = [
 ]
 
 MUTANTS = N00 + N01 + N02 + N03 + N04 + BLIND
+
+
+# The mutation engine (``autograder.explain``) names some of these bugs from the reference's
+# code rather than from the outputs' shape; each sentence below was reviewed as a correct
+# diagnosis of the same bug (an equivalent single change), and counts as naming it.
+ENGINE_WORDS = {
+    "powers of 2 instead of e": "`exp2` is used where `exp` belongs",
+    "sign of the whole result flipped": "the two sides of a `-` are swapped",
+    "g negated (a sign error upstream)": "the two sides of a `-` are swapped",
+    "each n-gram counted twice": "the constant 1 is 2",
+    "dQ not scaled by 1/sqrt(d_k)": "a factor is missing",
+    "mask inverted": "the two branches of `np.where` are swapped",
+    "d_model halved in the exponent": "`-4.0` where `-2.0` belongs",
+    "beta left out": "`beta` is not added",
+    "beta subtracted": "a term is subtracted where it should be added",
+    "b1 left out": "`b1` is not added",
+    "gamma and beta exchanged": "the arguments 2 and 3 of `layernorm_forward` are swapped",
+    "b2 left out": "`b2` is not added",
+    "normalised over axis 0 whatever the axis": "`sum` is taken over axis 0 instead of over `axis`",
+}

@@ -39,8 +39,10 @@ SPLIT = "x = x.reshape(B, T, n_heads, d_model // n_heads)\n    return np.swapaxe
 INLINE_ATTENTION_D_MODEL = """S = q @ np.swapaxes(k, -1, -2) / np.sqrt(x_q.shape[-1])
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    A = np.exp(S - S.max(axis=-1, keepdims=True))
-    A = A / A.sum(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True)
+    A = np.exp(S - np.where(np.isfinite(m), m, 0.0))  # a query with every key masked: zeros
+    total = A.sum(axis=-1, keepdims=True)
+    A = A / np.where(total == 0, 1.0, total)
     heads = A @ v"""
 
 MUTANTS = {
