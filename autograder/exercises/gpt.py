@@ -165,8 +165,9 @@ FORWARD_FEATURES = shape_features(**{
     "T = block_size (every position)": lambda c: c["idx"].shape[1] == len(c["params"]["W_P"])})
 
 
-FORWARD_EQUIVALENT = {**CAUSAL_EQUIVALENT, **SELF_EQUIVALENT,
-                      "gpt_forward: -1 -> 1": "idx is (B, T): idx.shape[1] is idx.shape[-1]"}
+# gpt.forward runs the learner's own gpt_block (graded on its own), so its mutants stop there
+FORWARD_EQUIVALENT = {"gpt_forward: -1 -> 1": "idx is (B, T): idx.shape[1] is idx.shape[-1]"}
+STEP_EQUIVALENT = {**CAUSAL_EQUIVALENT, **SELF_EQUIVALENT, **FORWARD_EQUIVALENT}
 
 
 # ============================================================================ the die
@@ -465,5 +466,5 @@ EXERCISES = [
     _exercise("kv_step", "gpt_step",
               "gpt_step(token, pos, cache, params, n_heads) -> logits (B, vocab_size)",
               _step_cases, _step_reference, 3, STEP_MISTAKES, FORWARD_FEATURES, ("logits",),
-              call="stepwise", equivalent=FORWARD_EQUIVALENT),
+              call="stepwise", equivalent=STEP_EQUIVALENT),
 ]
