@@ -27,8 +27,9 @@ from autograder.hints import describe_error
 from autograder.transport import MIME, NOT_IMPLEMENTED, as_outputs, decode_cases, encode_results
 
 CASES_ENV = "AUTOGRADER_CASES"
-CASE_SECONDS = 5.0       # one case of an honest exercise takes milliseconds
-EXERCISE_SECONDS = 12.0  # all cases of one exercise
+CASE_SECONDS = 5.0       # CPU seconds; one case of an honest exercise takes milliseconds
+EXERCISE_SECONDS = 12.0  # CPU seconds for all cases of one exercise
+WALL_FACTOR = 4          # a case that sleeps is stopped after this many times CASE_SECONDS
 
 
 class CaseTimeout(Exception):
@@ -43,42 +44,54 @@ def grading_folder() -> Path | None:
 
 @contextmanager
 def _time_limit(seconds: float):
-    """Raise CaseTimeout in the code below after ``seconds`` (main thread only)."""
+    """Raise CaseTimeout in the code below after ``seconds`` of CPU time, or four times as
+    many seconds on the clock (code that sleeps), whichever comes first (main thread only).
+
+    CPU time, not the clock, so that the same code gets the same result on a busy grading
+    machine (a class graded in parallel) as on an idle one.
+    """
     def alarm(signum, frame):
-        raise CaseTimeout()
+        raise CaseTimeout(signum)
     try:
-        old = signal.signal(signal.SIGALRM, alarm)
+        old = signal.signal(signal.SIGPROF, alarm), signal.signal(signal.SIGALRM, alarm)
     except ValueError:  # not the main thread: no alarm, the grader's cell timeout still holds
         yield
         return
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    signal.setitimer(signal.ITIMER_REAL, WALL_FACTOR * seconds)
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        signal.signal(signal.SIGPROF, old[0])
+        signal.signal(signal.SIGALRM, old[1])
 
 
 def run_cases(namespace: dict, function: str, call: str | None, cases: list,
               budget: float | None = None, signature: str | None = None) -> list:
-    """Per case: the learner's outputs as a tuple of arrays, or the error as text."""
+    """Per case: the learner's outputs as a tuple of arrays, or the error as text.
+
+    ``budget``: seconds of CPU time for all the cases together."""
     results, left = [], budget
     for case in cases:
         if left is not None and left <= 0:
             results.append(f"not run: the earlier cases used up the {budget:g} s for this exercise")
             continue
         limit = CASE_SECONDS if left is None else min(CASE_SECONDS, left)
-        start = time.monotonic()
+        start = time.process_time()
         try:
             with _time_limit(limit):
                 results.append(as_outputs(run(namespace, function, call, copy.deepcopy(case))))
-        except CaseTimeout:
-            results.append(f"did not finish within {limit:.0f} s (an endless loop?)")
+        except CaseTimeout as stop:
+            waited = "" if stop.args and stop.args[0] == signal.SIGPROF else " (it was waiting: input, sleep, a lock?)"
+            results.append(f"did not finish within {limit:.0f} s (an endless loop?)" if not waited
+                           else f"did not finish within {WALL_FACTOR * limit:.0f} s{waited}")
         except BaseException as err:  # any learner error (sys.exit() too) is a result, not a crash
             stub = type(err) is NotImplementedError  # the release's `raise NotImplementedError()`
             results.append(NOT_IMPLEMENTED if stub else describe_error(err, function, signature))
         if left is not None:
-            left -= time.monotonic() - start
+            left -= time.process_time() - start
     return results
 
 
