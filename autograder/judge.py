@@ -154,10 +154,23 @@ def _unlisted(ex: Exercise, failing: list, passing: list, raised: list) -> tuple
     small = rounding(ex, failing)
     if small:
         return [small], "pinpoint"
+    zeros = _all_zeros(ex, failing)
+    if zeros:  # nothing computed: a coincidence with a changed input would mislead
+        return [zeros], "pinpoint"
     named = explain(ex, failing, passing, raised)
     if named:
         return [named], "specific"
     return diagnose(ex, failing, [c for c, _ in passing], raised)
+
+
+def _all_zeros(ex: Exercise, failing: list) -> str | None:
+    """A message when an output is all zeros on every failing case (the reference's is not)."""
+    n = min(len(got) for _, got, _ in failing)
+    for k in range(n):
+        if all(got[k].size and not np.any(got[k]) and np.any(want[k]) for _, got, want in failing):
+            return (f"`{ex.name_of(k)}` is all zeros on every failing case: is a result computed but "
+                    "never written into the array you return, or a loop never run?")
+    return None
 
 
 def _dtype_only(ex: Exercise, failing: list) -> str | None:

@@ -3,7 +3,8 @@
 The first test keeps the bank honest: every edit applies, the notebook still runs and no
 registered mistake recognises the bug. ``test_report`` sorts the verdicts into "not caught",
 "named", "named wrongly", "pinpointed" and "generic" and prints a table per notebook; run it
-with ``-s`` to see it. Thresholds on the shares come once the new diagnosis engine exists.
+with ``-s`` to see it. It asserts that no bug is named wrongly and floors on the shares
+that lose points and are named.
 """
 from collections import Counter, defaultdict
 
@@ -29,12 +30,46 @@ def verdicts():
     return {bug: verdict_or_error(bug) for bug in BUGS}
 
 
+# Messages reviewed by hand as correct diagnoses that the bank's blind ``expect`` words miss:
+# each names an equivalent single change (a bracket dropped in ``/ 2 * eps`` is a factor eps^2;
+# keeping the worst candidates is a minus sign missing from a descending sort). The fragment
+# must still be in the message, so a changed message needs a new review.
+REVIEWED = {
+    "bits per character multiplied by ln 2 instead of divided": "a multiplication where a division belongs (by `np.log(2.0)`)",
+    "log base 10 instead of the natural log": "multiplied by 1/(ln 10)",
+    "operator precedence: / 2 * eps instead of / (2 * eps)": "multiplied by 1/10^12",
+    "dQ left unscaled (dK scaled)": "a factor is missing",
+    "floor division 2 * k // d_model (every frequency 1)": "a factor is missing",
+    "exponent over d_model / 2 instead of d_model": "`-4.0` where `-2.0` belongs",
+    "gamma and beta passed in the wrong order": "the arguments 2 and 3 of `layernorm_forward` are swapped",
+    "one merge too few (range stops one early)": "a loop's end is off by one (one step short)",
+    "scaled by sqrt(T) instead of sqrt(d_model)": "`W_E[ids] * np.sqrt(ids.shape[1])` where",
+    "positions taken from row 1 of P": "a slice is shifted one place later",
+    "the last token always dropped from the result": "a slice ends one place too early",
+    "the worst candidates kept (ascending sort)": "a minus sign is missing",
+    "keys and values from the un-normalised x": "one variable is used where another belongs",
+    "logits multiplied by the temperature": "a multiplication where a division belongs (by `temperature`)",
+    "attention residual from the normed h": "one variable is used where another belongs (in gpt block)",
+    "position embedding of the next position": "a slice is shifted one place later",
+    "b_2 counted with d_ff entries instead of d_model": "one variable is used where another belongs",
+    "gradients counted in fp32 instead of the working precision": "`gradients` equals the reference multiplied by 2",
+    "the block's sum without the shift": "a term is missing (the right-hand side of a - is not subtracted)",
+    "dQ divided by the scale instead of multiplied": "a division where a multiplication belongs",
+    "dK accumulated with K's rows instead of Q's (Kj instead of Qi)": "one variable is used where another belongs",
+}
+
+# Where the diagnosis stands (measured on this bank; raise these as it improves).
+LOSE_POINTS, NAMED = 0.98, 0.50
+
+
 def classify(bug, verdict) -> str:
     if verdict.full_marks:
         return "not caught"
     if verdict.kind in ("specific", "listed"):
-        text = " ".join(verdict.messages).lower()
-        return "named" if any(word.lower() in text for word in bug.expect) else "named wrongly"
+        text = " ".join(verdict.messages)
+        if any(word.lower() in text.lower() for word in bug.expect):
+            return "named"
+        return "named" if bug.bug in REVIEWED and REVIEWED[bug.bug] in text else "named wrongly"
     return "pinpointed" if verdict.kind == "pinpoint" else "generic"
 
 
@@ -66,3 +101,6 @@ def test_report(verdicts):
     for notebook in NOTEBOOKS:
         assert sum(table[notebook].values()) >= 11, f"notebook {notebook} has fewer than 11 bugs"
     assert len(BUGS) >= 88
+    assert total["named wrongly"] == 0, members["named wrongly"]
+    assert 1 - total["not caught"] / len(BUGS) >= LOSE_POINTS
+    assert total["named"] / len(BUGS) >= NAMED
