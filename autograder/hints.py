@@ -242,7 +242,8 @@ def _tuple_or_none(err, msg, site, function, signature):
     is_tuple = isinstance(obj, tuple) or (isinstance(err, (AttributeError, TypeError))
                                           and "'tuple'" in msg)
     is_tuple = is_tuple or (bool(tuples) and (isinstance(err, TypeError)
-                                              or "inhomogeneous" in msg or "sequence" in msg))
+                                              or "inhomogeneous" in msg
+                                              or "with a sequence" in msg))  # not "empty sequence"
     if is_tuple:
         what = f"`{tuples[0]}` is a tuple" if tuples else "a tuple was used"
         return msg.split(". ")[0], (f"{what} where an array was expected: a function returning "

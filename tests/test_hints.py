@@ -387,3 +387,16 @@ def test_module_imports_only_the_standard_library_and_numpy():
             assert node.level == 0
             top.add(node.module.split(".")[0])
     assert top - set(sys.stdlib_module_names) == {"numpy"}
+
+
+def test_an_empty_sequence_is_not_taken_for_a_tuple_to_unpack():
+    from autograder.hints import describe_error
+
+    def beam_search(scores):
+        finished = (scores, None)  # a tuple in scope, unrelated to the error
+        return min([], key=len), finished
+    try:
+        beam_search(np.zeros(2))
+    except ValueError as err:
+        line = describe_error(err, "beam_search")
+    assert "empty sequence" in line and "unpack" not in line
