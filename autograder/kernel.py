@@ -29,7 +29,8 @@ from autograder.transport import MIME, NOT_IMPLEMENTED, as_outputs, decode_cases
 CASES_ENV = "AUTOGRADER_CASES"
 CASE_SECONDS = 5.0       # CPU seconds; one case of an honest exercise takes milliseconds
 EXERCISE_SECONDS = 12.0  # CPU seconds for all cases of one exercise
-WALL_FACTOR = 4          # a case that sleeps is stopped after this many times CASE_SECONDS
+WALL_FACTOR = 4          # a case that waits is stopped after this many times CASE_SECONDS on the
+                         # clock, and all cases together after EXERCISE_SECONDS on the clock
 
 
 class CaseTimeout(Exception):
@@ -43,9 +44,9 @@ def grading_folder() -> Path | None:
 
 
 @contextmanager
-def _time_limit(seconds: float):
-    """Raise CaseTimeout in the code below after ``seconds`` of CPU time, or four times as
-    many seconds on the clock (code that sleeps), whichever comes first (main thread only).
+def _time_limit(seconds: float, wall_seconds: float):
+    """Raise CaseTimeout in the code below after ``seconds`` of CPU time, or ``wall_seconds``
+    on the clock (code that sleeps), whichever comes first (main thread only).
 
     CPU time, not the clock, so that the same code gets the same result on a busy grading
     machine (a class graded in parallel) as on an idle one.
@@ -58,7 +59,7 @@ def _time_limit(seconds: float):
         yield
         return
     signal.setitimer(signal.ITIMER_PROF, seconds)
-    signal.setitimer(signal.ITIMER_REAL, WALL_FACTOR * seconds)
+    signal.setitimer(signal.ITIMER_REAL, wall_seconds)
     try:
         yield
     finally:
@@ -72,26 +73,29 @@ def run_cases(namespace: dict, function: str, call: str | None, cases: list,
               budget: float | None = None, signature: str | None = None) -> list:
     """Per case: the learner's outputs as a tuple of arrays, or the error as text.
 
-    ``budget``: seconds of CPU time for all the cases together."""
-    results, left = [], budget
+    ``budget``: seconds of CPU time for all the cases together; they also get as many seconds
+    on the clock, so that a graded cell ends before the grader's cell timeout."""
+    results, left, wall_left = [], budget, budget
     for case in cases:
-        if left is not None and left <= 0:
+        if left is not None and (left <= 0 or wall_left <= 0):
             results.append(f"not run: the earlier cases used up the {budget:g} s for this exercise")
             continue
         limit = CASE_SECONDS if left is None else min(CASE_SECONDS, left)
-        start = time.process_time()
+        wall = WALL_FACTOR * CASE_SECONDS if wall_left is None else min(WALL_FACTOR * CASE_SECONDS, wall_left)
+        start, wall_start = time.process_time(), time.monotonic()
         try:
-            with _time_limit(limit):
+            with _time_limit(limit, wall):
                 results.append(as_outputs(run(namespace, function, call, copy.deepcopy(case))))
         except CaseTimeout as stop:
             waited = "" if stop.args and stop.args[0] == signal.SIGPROF else " (it was waiting: input, sleep, a lock?)"
             results.append(f"did not finish within {limit:.0f} s (an endless loop?)" if not waited
-                           else f"did not finish within {WALL_FACTOR * limit:.0f} s{waited}")
+                           else f"did not finish within {wall:.0f} s{waited}")
         except BaseException as err:  # any learner error (sys.exit() too) is a result, not a crash
             stub = type(err) is NotImplementedError  # the release's `raise NotImplementedError()`
             results.append(NOT_IMPLEMENTED if stub else describe_error(err, function, signature))
         if left is not None:
             left -= time.process_time() - start
+            wall_left -= time.monotonic() - wall_start
     return results
 
 

@@ -34,3 +34,15 @@ def test_a_case_that_waits_forever_is_stopped_by_the_clock(monkeypatch):
     [result] = _run(monkeypatch, "import time\ndef f(x):\n    time.sleep(60)\n", seconds=0.25)
     assert "waiting" in result, result
     assert time.monotonic() - start < 10
+
+
+def test_a_graded_exercise_that_waits_stops_within_its_budget_on_the_clock(monkeypatch):
+    # The graded cell must end before the grader's cell timeout: cases that wait share the
+    # exercise's budget on the clock too, and the rest are not run.
+    monkeypatch.setattr(kernel, "CASE_SECONDS", 0.5)
+    scope = {"np": np}
+    exec("import time\ndef f(x):\n    time.sleep(60)\n", scope)
+    start = time.monotonic()
+    results = kernel.run_cases(scope, "f", None, [{"x": np.ones(3)}] * 3, budget=1.0)
+    assert time.monotonic() - start < 5
+    assert "waiting" in results[0] and results[-1].startswith("not run"), results
