@@ -384,6 +384,9 @@ def which_cases(ex: Exercise, failing: list, passing: list) -> str | None:
     return None
 
 
+ROUNDING = 3e-6  # relative to the output's largest entry: float32 arithmetic, not a formula
+
+
 def rounding(ex: Exercise, failing: list) -> str | None:
     """A message when every wrong output is off by rounding-sized amounts only (float32
     arithmetic, another order of sums): no formula is wrong, so no other diagnosis applies."""
@@ -397,16 +400,13 @@ def rounding(ex: Exercise, failing: list) -> str | None:
             if not (np.isfinite(g).all() and np.isfinite(w).all()):
                 return None
             scale = float(np.max(np.abs(w.astype(np.float64))))
-            err = float(np.max(np.abs(g.astype(np.float64) - w))) if g.size else 0.0
+            err = float(np.max(np.abs(g.astype(np.float64) - w)))
             if scale == 0 or err > ROUNDING * scale:
                 return None
             worst = max(worst, err / scale)
     return (f"Your outputs differ from the reference by rounding-sized amounts only (at most "
             f"{worst:.1g} of the largest entry), more than the tolerance allows: is something "
             "computed in float32 (an input cast with `astype`, `np.float32`)? Keep float64 throughout.")
-
-
-ROUNDING = 3e-6  # relative to the output's largest entry: float32 arithmetic, not a formula
 
 
 def diagnose(ex: Exercise, failing: list, passing: list, raised: list = ()) -> tuple[list[str], str | None]:

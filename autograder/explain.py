@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from autograder.diagnose import close_per_output
 from autograder.exercise import Exercise
 from autograder.mutation import mutants
 from autograder.transport import as_outputs
@@ -61,22 +62,12 @@ def _equal(ex: Exercise, got: tuple | None, other: tuple | None) -> bool:
     equalled by a mutant that raises too."""
     if got is None or other is None:
         return got is None and other is None
-    if len(other) != len(got):
-        return False
-    for g, o in zip(got, other):
-        if g.shape != o.shape:
-            return False
-        if g.dtype == bool or o.dtype == bool:
-            if not np.array_equal(g, o):
-                return False
-        elif not np.allclose(g, o, rtol=ex.rtol, atol=ex.atol, equal_nan=True):
-            return False
-    return True
+    return len(other) == len(got) and all(close_per_output(ex, got, other, equal_nan=True))
 
 
 def _search(ex: Exercise, pairs: list, deadline: float) -> list[int]:
-    alive = list(range(len(mutants(ex))))
     every = mutants(ex)
+    alive = list(range(len(every)))
     try:  # a deadline per call where signals can be had (the main thread)
         old = signal.signal(signal.SIGPROF, _alarm)
     except (AttributeError, ValueError):

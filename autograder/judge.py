@@ -41,15 +41,16 @@ def _close(ex: Exercise, got: tuple, want: tuple, equal_nan: bool = False) -> bo
         not any(_kind_promised(g, w) for g, w in zip(got, want))
 
 
-def _kind_promised(g: np.ndarray, w: np.ndarray) -> str | None:
-    """What the exercise promises that ``g`` is not: a boolean or an integer array (the
-    reference's kind), or None. Scalars may be any number; float arrays any float."""
+def _kind_promised(g: np.ndarray, w: np.ndarray) -> tuple[str, str] | None:
+    """What the exercise promises that ``g`` is not, as (words, dtype to use): a boolean or an
+    integer array (the reference's kind), or None. Scalars may be any number; float arrays
+    any float."""
     if w.ndim == 0:
         return None
     if w.dtype == bool and g.dtype != bool:
-        return "a boolean array"
+        return "a boolean array", "bool"
     if w.dtype.kind in "iu" and g.dtype.kind not in "iu":
-        return "an integer array"
+        return "an integer array", "int"
     return None
 
 
@@ -68,8 +69,8 @@ def describe_difference(ex: Exercise, got: tuple, want: tuple, reveal: bool = Tr
             return f"`{name}` has shape {g.shape}, expected {w.shape}"
         promised = _kind_promised(g, w)
         if promised:
-            return (f"`{name}` has dtype {g.dtype}; the exercise asks for {promised} "
-                    f"({w.dtype.name}), e.g. `np.zeros(shape, dtype={'bool' if w.dtype == bool else 'int'})`")
+            return (f"`{name}` has dtype {g.dtype}; the exercise asks for {promised[0]} "
+                    f"({w.dtype.name}), e.g. `np.zeros(shape, dtype={promised[1]})`")
         if not np.all(np.isfinite(g)) and np.all(np.isfinite(w)):
             where = tuple(int(j) for j in np.argwhere(~np.isfinite(g))[0])
             return f"`{name}` contains NaN or inf" + (f" (first at index {where})" if reveal else "") \
@@ -134,7 +135,6 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False) -> Ver
         verdict.kind = "listed"
     elif failing:
         verdict.messages, verdict.kind = _unlisted(ex, failing, passing, raised)
-    verdict.messages = list(verdict.messages)
     if errors:
         verdict.messages.append(f"{len(errors)} case(s) raised an error, e.g. {errors[0]}")
     verdict.messages.append(f"{verdict.passed} of {len(cases)} cases match the reference.")
@@ -144,10 +144,10 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False) -> Ver
 
 
 def _unlisted(ex: Exercise, failing: list, passing: list, raised: list) -> tuple[list[str], str | None]:
-    """Messages for a wrong answer no registered mistake explains, and their kind: tiny
-    differences are rounding; then one mutant of the reference that fits every case
-    (``explain``, unless some cases raised: it would have to fit those too); then the
-    generic diagnoses (``diagnose``)."""
+    """Messages for a wrong answer no registered mistake explains, and their kind, in this
+    order: the right numbers in the wrong dtype; differences of rounding size; an output of
+    zeros; one mutant of the reference that fits every case, raising where the learner's code
+    raised (``explain``); the generic diagnoses (``diagnose``)."""
     kinds = _dtype_only(ex, failing)
     if kinds:
         return [kinds], "specific"
@@ -182,10 +182,9 @@ def _dtype_only(ex: Exercise, failing: list) -> str | None:
         promised |= {(i, p) for i, (g, w) in enumerate(zip(got, want)) for p in [_kind_promised(g, w)] if p}
     if not promised:
         return None
-    i, kind = sorted(promised)[0]
-    return (f"`{ex.name_of(i)}` holds the right numbers, but the exercise asks for {kind}: create it "
-            f"with `dtype={'bool' if 'boolean' in kind else 'int'}` or convert it with "
-            f"`.astype({'bool' if 'boolean' in kind else 'int'})`.")
+    i, (words, dtype) = sorted(promised)[0]
+    return (f"`{ex.name_of(i)}` holds the right numbers, but the exercise asks for {words}: create it "
+            f"with `dtype={dtype}` or convert it with `.astype({dtype})`.")
 
 
 def _detects(mistake, case, got, want) -> bool:
