@@ -50,8 +50,9 @@ def check(ex: Exercise, keys=KEYS[:3]) -> Report:
     live = set()
     for key in keys:
         cases = ex.graded_cases(key)
-        live |= live_sites(ex, cases)
-        found = matching(ex, [(c, as_outputs(ex.reference(**c))) for c in cases], budget=600)
+        wants = [as_outputs(ex.reference(**c)) for c in cases]
+        live |= live_sites(ex, cases, wants)
+        found = matching(ex, list(zip(cases, wants)), budget=600)
         if found is None:
             raise RuntimeError(f"{ex.id}: the mutants did not finish within the budget")
         report.survivors.update((m.id, m) for m in found)

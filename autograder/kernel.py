@@ -152,38 +152,8 @@ def check(exercise_id: str, namespace: dict) -> None:
     print(f"{mark} {ex.function}: " + "\n  ".join(line for line in lines if line)
           + f"\n  To look at a failing case: show_case({exercise_id!r}, <case number>).")
     if verdict.passed < verdict.total:
-        try:  # only a picture: the text above is the verdict, so a failure here stays silent
-            from IPython import get_ipython
-            shell = get_ipython()
-            if shell is None or not hasattr(shell, "kernel"):
-                return  # plain python, a terminal IPython: no display, the text alone
-            import numpy as np
-            from IPython.display import display
-            from autograder.diagnose import close_per_output
-            for number, (case, got) in enumerate(zip(cases, results), start=1):
-                if isinstance(got, str):
-                    continue  # it raised: no output to draw
-                want = as_outputs(ex.reference(**copy.deepcopy(case)))
-                for i, ok in enumerate(close_per_output(ex, got, want)):
-                    if ok or np.ndim(want[i]) < 2 or np.shape(got[i]) != np.shape(want[i]):
-                        continue
-                    # matplotlib is imported here only, which keeps the check cell's start fast
-                    import matplotlib.pyplot as plt
-                    from autograder.picture import MASKABLE, axis_names_for, difference_figure
-                    name = ex.name_of(i)
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        fig = difference_figure(
-                            name, got[i], want[i], axis_names=axis_names_for(name, ex.id),
-                            mask=case.get("mask") if name in MASKABLE else None,
-                            title=f"{ex.function}, public case {number}: {name}",
-                            rtol=ex.rtol, atol=ex.atol)
-                    if fig is not None:
-                        display(fig)
-                        plt.close(fig)  # shown once, not again when the cell ends
-                    return
-        except Exception:
-            pass
+        from autograder.picture import show_first_failure  # the learner's kernel only, never staged
+        show_first_failure(ex, cases, results)
 
 
 def show_case(exercise_id: str, number: int) -> dict | None:

@@ -27,6 +27,7 @@ import numpy as np
 
 from autograder.exercise import Exercise
 from autograder.operators import Site, changes
+from autograder.transport import as_outputs
 
 FOLLOW = ("course_lib.", "autograder.exercises.")  # whose functions are the reference's code
 DEPTH = 2          # calls followed below the first function that does more than call another
@@ -283,13 +284,12 @@ def _poison(value):
     return value
 
 
-def live_sites(ex: Exercise, cases: list) -> set[tuple[str, int]]:
+def live_sites(ex: Exercise, cases: list, wants: list) -> set[tuple[str, int]]:
     """(host, site) pairs whose value reaches the outputs on some of ``cases``: the node is
     replaced by a changed value (``_poison``) and the outputs compared. A site never reached,
     or whose value never matters (a cache the exercise does not return), cannot be told from
-    the reference by any case; its mutants are left out of the adequacy count."""
-    from autograder.transport import as_outputs
-    wants = [as_outputs(ex.reference(**c)) for c in cases]
+    the reference by any case; its mutants are left out of the adequacy count. ``wants``: the
+    reference's outputs on ``cases``."""
     live = set()
     for host in hosts(ex.reference, ex.helpers):
         tree = _source_tree(host)

@@ -11,6 +11,9 @@ matplotlib) only when it has a failing case and a display to draw on.
 """
 from __future__ import annotations
 
+import copy
+import warnings
+
 import numpy as np
 
 NONFINITE_COLOR = "#ff00ff"  # magenta: NaN or inf, outside every colour map used here
@@ -176,3 +179,41 @@ def difference_figure(name, got, want, axis_names=None, mask=None, title=None,
         heading += "   (grey, hatched: masked)"
     fig.suptitle(heading, fontsize=11)
     return fig
+
+
+def show_first_failure(ex, cases: list, results: list) -> None:
+    """In a notebook, draw the first public case whose output is a wrong matrix of the right
+    shape (``difference_figure``); elsewhere (plain Python, a terminal) nothing. Only a
+    picture: the check cell's text is the verdict, so a failure here stays silent."""
+    try:
+        from IPython import get_ipython
+        shell = get_ipython()
+        if shell is None or not hasattr(shell, "kernel"):
+            return  # no display: the text alone
+        from IPython.display import display
+
+        from autograder.diagnose import close_per_output
+        from autograder.transport import as_outputs
+        for number, (case, got) in enumerate(zip(cases, results), start=1):
+            if isinstance(got, str):
+                continue  # it raised: no output to draw
+            want = as_outputs(ex.reference(**copy.deepcopy(case)))
+            for i, ok in enumerate(close_per_output(ex, got, want)):
+                if ok or np.ndim(want[i]) < 2 or np.shape(got[i]) != np.shape(want[i]):
+                    continue
+                # matplotlib is imported here only, which keeps the check cell's start fast
+                import matplotlib.pyplot as plt
+                name = ex.name_of(i)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    fig = difference_figure(
+                        name, got[i], want[i], axis_names=axis_names_for(name, ex.id),
+                        mask=case.get("mask") if name in MASKABLE else None,
+                        title=f"{ex.function}, public case {number}: {name}",
+                        rtol=ex.rtol, atol=ex.atol)
+                if fig is not None:
+                    display(fig)
+                    plt.close(fig)  # shown once, not again when the cell ends
+                return
+    except Exception:
+        pass
