@@ -3,9 +3,9 @@
 Trusted side only (the judge, in the grader and in the check cell). ``explain`` runs the
 mutants of ``autograder.mutation`` on the cases a learner's function was graded on and keeps
 those whose outputs equal the learner's on every case, failing and passing alike. If the
-survivors all describe one change (one place in the code, one kind of change), that change is
-told in plain words; if unrelated changes fit, nothing specific is said (a wrong diagnosis is
-worse than none).
+survivors all say the same thing, that change is told in plain words; if changes that say
+different things fit (even at one place: "axis 0" or "every entry"?), nothing specific is
+said (a wrong diagnosis is worse than none).
 
 A mutant may loop or allocate without end (a loop bound changed): the search runs in a forked
 child with a memory limit, a deadline per call and one for the whole search, after which no
@@ -157,8 +157,7 @@ def explain(ex: Exercise, failing: list, passing: list, raised: list = ()) -> st
     found = matching(ex, [(c, g) for c, g, _ in failing] + [(c, None) for c in raised] + list(passing))
     if not found:
         return None
-    sites = {(m.host, m.site, m.family) for m in found}
-    if len(sites) != 1 and len({m.words for m in found}) != 1:
-        return None
+    if len({m.words for m in found}) != 1:  # two fits that say different things: no claim,
+        return None                          # even at one place ("axis 0" or "every entry"?)
     return (f"Your code behaves like the right one with a single change: {found[0].words}. "
             "Look for that spot in your code.")
