@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 
 import numpy as np
 
@@ -204,12 +205,17 @@ def _input_changes(ex: Exercise, case: dict) -> dict[str, dict]:
     return {k: v for k, v in changes.items() if v is not None}
 
 
-def changed_inputs(ex: Exercise, failing: list, wrong: list[int]) -> str | None:
+def changed_inputs(ex: Exercise, failing: list, wrong: list[int], deadline: float | None = None) -> str | None:
+    """The change of one input (a scale, a transpose, a shift) that turns the reference's
+    outputs into the learner's on every failing case; None also past ``deadline``
+    (``time.monotonic``)."""
     finite = [f for f in failing if all(np.isfinite(f[1][k]).all() for k in wrong)]
     if len(finite) * 2 >= len(failing):  # NaN from inf - inf says little about a formula
         failing = finite
     per_case = [_input_changes(ex, case) for case, _, _ in failing]
     for label in per_case[0]:
+        if deadline is not None and time.monotonic() > deadline:
+            return None
         if not all(label in changes for changes in per_case):
             continue
         if all(_matches(got, safe_outputs(ex.reference, changes[label]), wrong)
@@ -409,13 +415,15 @@ def rounding(ex: Exercise, failing: list) -> str | None:
             "computed in float32 (an input cast with `astype`, `np.float32`)? Keep float64 throughout.")
 
 
-def diagnose(ex: Exercise, failing: list, passing: list, raised: list = ()) -> tuple[list[str], str | None]:
+def diagnose(ex: Exercise, failing: list, passing: list, raised: list = (),
+             deadline: float | None = None) -> tuple[list[str], str | None]:
     """Messages about the ``failing`` (case, got, want) triples, and their kind: "specific"
     (what the mistake is), "pinpoint" (where it is: which output, position or kind of case),
     or None when nothing applies.
 
     ``passing``: the cases that matched, for the comparison of features; ``raised``: the
-    cases that raised an error (they count as failing when saying which kind of case fails).
+    cases that raised an error (they count as failing when saying which kind of case fails);
+    ``deadline`` (``time.monotonic``, the check cell): the slowest step stops there.
     """
     failing = [f for f in failing if len(f[1]) == len(f[2])]
     if not failing:
@@ -427,7 +435,7 @@ def diagnose(ex: Exercise, failing: list, passing: list, raised: list = ()) -> t
         return messages, kind
     steps = [lambda: held_constant(ex, failing, wrong), lambda: outputs_in_wrong_order(ex, failing, wrong)]
     steps += [lambda k=k: transformed_output(ex, failing, k) for k in wrong[:2]]
-    steps += [lambda: changed_inputs(ex, failing, wrong)]
+    steps += [lambda: changed_inputs(ex, failing, wrong, deadline)]
     for step in steps:
         found = step()
         if found:

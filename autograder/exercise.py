@@ -107,6 +107,12 @@ class Exercise:
         """The cases of the check cell: fixed, the same for every learner."""
         return list(self.cases(self._rng("public", None), False))
 
+    def probe_cases(self) -> list[Case]:
+        """The public cases and hidden-kind cases drawn from a public seed: cases anyone can
+        compute the answers of (none is graded), on which the search for a fix of a learner's
+        code (``autograder.repair``) tries its edits."""
+        return self.public_cases() + list(self.cases(self._rng("hidden", None), True))
+
     def graded_cases(self, key: bytes) -> list[Case]:
         """Public-kind cases, then hidden ones, drawn from a seed derived from ``key``."""
         if not key:

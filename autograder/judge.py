@@ -7,6 +7,7 @@ functions come from the registry.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,6 +18,9 @@ from autograder.explain import explain
 from autograder.features import in_words
 from autograder.hints import returned_tuple_hint
 from autograder.transport import NOT_IMPLEMENTED, as_outputs
+
+
+MIN_SEARCH = 0.3  # seconds the search among the mutants gets however late it starts
 
 
 @dataclass
@@ -30,6 +34,7 @@ class Verdict:
     # what the messages say about a wrong answer: "listed" (a registered Mistake), "specific"
     # (what the mistake is), "pinpoint" (only where it is), None (nothing beyond the count)
     kind: str | None = None
+    lines: tuple = ()  # the learner's lines that a confirmed fix names (``autograder.repair``)
 
     @property
     def full_marks(self) -> bool:
@@ -95,21 +100,30 @@ def helper_note(ex: Exercise, failing: set[str]) -> str | None:
             "match the reference yet: fix that first, and this one may pass too.")
 
 
-def judge(ex: Exercise, cases: list, results: list, public: bool = False) -> Verdict:
+def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=(),
+          seconds: float | None = None) -> Verdict:
     """Score the recorded ``results`` on ``cases`` (per case: tuple of arrays, or an error string).
 
     ``public``: the cases are the check cell's, which the learner may look at (``show_case``);
     otherwise feedback names what a failing case exercises, never its numbers.
+    ``fixes``: single edits of the learner's code found where it runs (``autograder.repair``),
+    as (line, words, per case: outputs or None), or a function returning them when asked;
+    one is named only if its outputs equal the reference's on every case. They never change
+    the score. ``seconds``: where the learner waits (the check cell), the searches for a name
+    end after about this many seconds on the clock (the one among the mutants gets what the
+    fixes left); None: each has its own budget.
     """
+    deadline = None if seconds is None else time.monotonic() + seconds
     verdict = Verdict(ex.id, 0.0, float(ex.points), 0, len(cases))
     if len(results) != len(cases):
         verdict.messages.append(f"Recorded {len(results)} results for {len(cases)} cases; "
                                 "run the graded cell unchanged.")
         return verdict
 
-    failing, passing, first_problem, errors, raised = [], [], None, [], []
+    failing, passing, first_problem, errors, raised, wants = [], [], None, [], [], []
     for i, (case, got) in enumerate(zip(cases, results)):
         want = as_outputs(ex.reference(**case))
+        wants.append(want)
         label = f"{'case' if public else 'hidden case'} {i + 1} ({in_words(ex.describe(case))})"
         if isinstance(got, str):
             errors.append(got if got == NOT_IMPLEMENTED else f"{label}: {got}")
@@ -133,8 +147,12 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False) -> Ver
     if mistake is not None:
         verdict.messages.append(mistake.message())
         verdict.kind = "listed"
-    elif failing:
-        verdict.messages, verdict.kind = _unlisted(ex, failing, passing, raised)
+    elif failing or raised:
+        def fix():
+            lines, message = _confirmed_fix(ex, wants, fixes)
+            verdict.lines = lines
+            return message
+        verdict.messages, verdict.kind = _unlisted(ex, failing, passing, raised, fix, deadline)
     if errors:
         verdict.messages.append(f"{len(errors)} case(s) raised an error, e.g. {errors[0]}")
     verdict.messages.append(f"{verdict.passed} of {len(cases)} cases match the reference.")
@@ -143,24 +161,54 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False) -> Ver
     return verdict
 
 
-def _unlisted(ex: Exercise, failing: list, passing: list, raised: list) -> tuple[list[str], str | None]:
+def _unlisted(ex: Exercise, failing: list, passing: list, raised: list, fix,
+              deadline: float | None = None) -> tuple[list[str], str | None]:
     """Messages for a wrong answer no registered mistake explains, and their kind, in this
-    order: the right numbers in the wrong dtype; differences of rounding size; an output of
-    zeros; one mutant of the reference that fits every case, raising where the learner's code
-    raised (``explain``); the generic diagnoses (``diagnose``)."""
+    order: the right numbers in the wrong dtype; differences of rounding size; one edit of the
+    learner's code that makes every case match (``fix()``); an output of zeros; one mutant of
+    the reference that fits every case, raising where the learner's code raised
+    (``explain``); the generic diagnoses (``diagnose``). With no failing case (every wrong
+    case raised an error), the fix alone: the error says the rest."""
+    if not failing:
+        fixed = fix()
+        return ([fixed], "specific") if fixed else ([], None)
     kinds = _dtype_only(ex, failing)
     if kinds:
         return [kinds], "specific"
     small = rounding(ex, failing)
     if small:
         return [small], "pinpoint"
+    fixed = fix()
+    if fixed:
+        return [fixed], "specific"
     zeros = _all_zeros(ex, failing)
     if zeros:  # nothing computed: a coincidence with a changed input would mislead
         return [zeros], "pinpoint"
-    named = explain(ex, failing, passing, raised)
+    left = None if deadline is None else max(MIN_SEARCH, deadline - time.monotonic())
+    named = explain(ex, failing, passing, raised, **({} if left is None else {"budget": left, "wall": left}))
     if named:
         return [named], "specific"
-    return diagnose(ex, failing, [c for c, _ in passing], raised)
+    return diagnose(ex, failing, [c for c, _ in passing], raised, deadline)
+
+
+def _confirmed_fix(ex: Exercise, wants: list, fixes) -> tuple[tuple, str | None]:
+    """(lines, message): the learner's line that one edit fixes, when that edit's outputs
+    equal the reference's on every case, or the two lines where either of two edits does;
+    no message when no edit does, or edits of more lines do."""
+    fixes = fixes() if callable(fixes) else fixes
+    good = {}
+    for line, words, results in fixes or ():
+        if len(results) == len(wants) and all(r is not None and _close(ex, r, w) for r, w in zip(results, wants)):
+            good.setdefault(line, words)
+    if len(good) == 1:
+        (line, words), = good.items()
+        return (line,), (f"This line of yours looks like the mistake: `{line}`. {words[0].upper()}{words[1:]}, "
+                         "every case matches.")
+    if len(good) == 2:
+        (a, wa), (b, wb) = good.items()
+        return (a, b), (f"One of these lines of yours looks like the mistake: `{a}` ({wa}) or `{b}` ({wb}); "
+                        "either change makes every case match.")
+    return (), None
 
 
 def _all_zeros(ex: Exercise, failing: list) -> str | None:

@@ -24,13 +24,16 @@ from pathlib import Path
 
 from autograder.calls import run
 from autograder.hints import describe_error
-from autograder.transport import MIME, NOT_IMPLEMENTED, as_outputs, decode_cases, encode_results
+from autograder.transport import MIME, NOT_IMPLEMENTED, as_outputs, decode_cases, decode_probes, encode_results
 
 CASES_ENV = "AUTOGRADER_CASES"
 CASE_SECONDS = 5.0       # CPU seconds; one case of an honest exercise takes milliseconds
 EXERCISE_SECONDS = 12.0  # CPU seconds for all cases of one exercise
 WALL_FACTOR = 4          # a case that waits is stopped after this many times CASE_SECONDS on the
                          # clock, and all cases together after EXERCISE_SECONDS on the clock
+DIAGNOSIS_SECONDS = 1.4  # the check cell's search for a name of the mistake (it answers within 2 s)
+CELL_SECONDS = 13.5      # the graded cell ends within this many seconds on the clock (the grader
+                         # stops a cell after 15): the search for a fix gets what the cases left
 
 
 class CaseTimeout(Exception):
@@ -108,18 +111,37 @@ def record(exercise_id: str, namespace: dict) -> None:
         print(f"This cell hands your code for {exercise_id} to the grader when you submit; "
               "the check cell above tests it now.")
         return
+    start = time.monotonic()
     try:
         spec = json.loads((folder / f"{exercise_id}.json").read_text())
+        cases = decode_cases(spec)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            results = run_cases(namespace, spec["function"], spec["call"], decode_cases(spec),
+            results = run_cases(namespace, spec["function"], spec["call"], cases,
                                 budget=EXERCISE_SECONDS, signature=spec.get("signature"))
         payload = encode_results(exercise_id, results)
         summary = f"Recorded {len(results)} cases of {exercise_id} for the grader."
+        payload["fixes"] = _fixes(namespace, spec, cases, CELL_SECONDS - (time.monotonic() - start))
     except Exception as err:  # the kernel side's own failure must still not stop the notebook
         payload = {"exercise": exercise_id, "cases": [], "failure": repr(err)}
         summary = f"Could not record {exercise_id}: {err!r}"
     display({MIME: payload, "text/plain": summary}, raw=True)
+
+
+def _fixes(namespace: dict, spec: dict, cases: list, seconds: float) -> list:
+    """The graded cell's search for one edit that fixes the learner's code (``repair``), in
+    what is left of ``seconds`` on the clock; advice only, so it never costs the outputs."""
+    if seconds <= 1.0:
+        return []
+    try:
+        from autograder.repair import SEARCH_SECONDS, fixes
+        probes, wants, rtol, atol = decode_probes(spec.get("probes"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fixes(namespace, spec["function"], spec["call"], probes, wants, cases, rtol, atol,
+                         budget=min(SEARCH_SECONDS, seconds - 0.5), wall=seconds - 0.5)
+    except Exception:
+        return []
 
 
 def check(exercise_id: str, namespace: dict) -> None:
@@ -136,7 +158,8 @@ def check(exercise_id: str, namespace: dict) -> None:
     ex = get(exercise_id)
     cases = ex.public_cases()
     results = run_cases(namespace, ex.function, ex.call, cases, signature=ex.signature)
-    verdict = judge(ex, cases, results, public=True)
+    verdict = judge(ex, cases, results, public=True, fixes=lambda: _public_fixes(ex, namespace, cases),
+                    seconds=DIAGNOSIS_SECONDS)
     advice = _unavailable_while_graded(ex, namespace)
     if verdict.passed == verdict.total and not advice:
         print(f"\u2714 {ex.function}: all {verdict.total} public cases match. "
@@ -154,6 +177,17 @@ def check(exercise_id: str, namespace: dict) -> None:
     if verdict.passed < verdict.total:
         from autograder.picture import show_first_failure  # the learner's kernel only, never staged
         show_first_failure(ex, cases, results)
+
+
+def _public_fixes(ex, namespace: dict, cases: list) -> list:
+    """The check cell's search for one edit that fixes the learner's code on the public cases."""
+    from autograder.repair import CHECK_SECONDS, decode_fixes, fixes
+    probes = ex.probe_cases()
+    wants = [as_outputs(ex.reference(**copy.deepcopy(c))) for c in probes]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = fixes(namespace, ex.function, ex.call, probes, wants, cases, ex.rtol, ex.atol, budget=CHECK_SECONDS)
+    return decode_fixes(found, len(cases))
 
 
 def show_case(exercise_id: str, number: int) -> dict | None:

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import ast
 import copy
-import inspect
-import textwrap
+import time
 import types
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -26,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from autograder.exercise import Exercise
-from autograder.operators import Site, changes
+from autograder.operators import Site, changes, compile_changed, slots_of, source_tree
 from autograder.transport import as_outputs
 
 FOLLOW = ("course_lib.", "autograder.exercises.")  # whose functions are the reference's code
@@ -52,21 +51,6 @@ class Mutant:
 
 
 # ----------------------------------------------------------------------------- the call graph
-def _source_tree(fn) -> ast.FunctionDef | None:
-    """The ``def`` of ``fn`` as an AST (decorators dropped); None for lambdas, closures, C."""
-    if not isinstance(fn, types.FunctionType) or fn.__code__.co_freevars or fn.__name__ == "<lambda>":
-        return None
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return None
-    node = tree.body[0] if tree.body else None
-    if not isinstance(node, ast.FunctionDef):
-        return None
-    node.decorator_list = []
-    return node
-
-
 def _qualified(fn) -> str:
     """A host's full name: a registry wrapper and the course function it wraps may share one."""
     return f"{fn.__module__}.{fn.__qualname__}"
@@ -107,7 +91,7 @@ def callees(fn) -> list[tuple[tuple, Callable]]:
 
 def _thin(fn) -> bool:
     """A wrapper that only calls another course function (a lambda, a two-line adapter)."""
-    tree = _source_tree(fn)
+    tree = source_tree(fn)
     return tree is None or len(tree.body) <= 2 and sum(
         isinstance(n, ast.Call) for n in ast.walk(tree)) <= 3
 
@@ -123,7 +107,7 @@ def hosts(reference, skip=()) -> list[Callable]:
             return
         seen.add(id(fn))
         thin = _thin(fn)
-        if _source_tree(fn) is not None:
+        if source_tree(fn) is not None:
             found.append(fn)
         for _, callee in callees(fn):
             visit(callee, depth if thin else depth + 1)
@@ -165,53 +149,6 @@ def _rebuild(fn, target, replacement, memo):
     return out
 
 
-def _slots(tree: ast.FunctionDef) -> list:
-    """Per node (``ast.walk`` order): (parent, field, position in a list field or None)."""
-    where = {}
-    for parent in ast.walk(tree):
-        for field, value in ast.iter_fields(parent):
-            if isinstance(value, ast.AST):
-                where[id(value)] = (parent, field, None)
-            elif isinstance(value, list):
-                for k, v in enumerate(value):
-                    if isinstance(v, ast.AST):
-                        where[id(v)] = (parent, field, k)
-    return [where.get(id(n)) for n in ast.walk(tree)]
-
-
-def _put(slot, node):
-    parent, field, k = slot
-    if k is None:
-        setattr(parent, field, node)
-    else:
-        getattr(parent, field)[k] = node
-
-
-def _compile_changed(fn, tree: ast.FunctionDef, slots: list, site: Site, **extra):
-    """``fn`` compiled with node ``site.index`` of ``tree`` replaced by ``site.new``: the node
-    is swapped in place for the compilation and back after it (no copy of the whole tree)."""
-    new = copy.deepcopy(site.new)
-    if site.index == 0:
-        return _compile(fn, ast.fix_missing_locations(new), **extra)
-    slot = slots[site.index]
-    old = getattr(slot[0], slot[1]) if slot[2] is None else getattr(slot[0], slot[1])[slot[2]]
-    ast.fix_missing_locations(ast.copy_location(new, old))
-    _put(slot, new)
-    try:
-        return _compile(fn, tree, **extra)
-    finally:
-        _put(slot, old)
-
-
-def _compile(fn, tree: ast.FunctionDef, **extra):
-    module = ast.Module([tree], [])
-    scope = dict(fn.__globals__, **extra)
-    exec(compile(module, f"<mutant of {fn.__qualname__}>", "exec"), scope)
-    new = scope[tree.name]
-    new.__defaults__, new.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
-    return new
-
-
 GLOSSARY = {"B", "T", "T_q", "T_k", "d_model", "n_heads", "d_k", "d_v", "d_ff", "vocab_size", "X",
             "Q", "K", "V", "S", "A", "mask", "out", "P", "dout", "dQ", "dK", "dV", "dA", "dS",
             "block_q", "block_k", "m", "l", "lse"}  # course_lib/README.md's glossary
@@ -229,24 +166,43 @@ def _public_names(ex: Exercise) -> set[str]:
 
 
 _MADE: dict[str, tuple] = {}
+_MAKING: dict[str, tuple] = {}  # exercise id -> (the mutants made so far, the rest to make)
 
 
 def mutants(ex: Exercise) -> tuple[Mutant, ...]:
     """Every single-point mutant of ``ex``'s reference (made once per exercise and process)."""
     if ex.id not in _MADE:
-        _MADE[ex.id] = _make(ex)
+        made, rest = _MAKING.pop(ex.id, ((), None))
+        _MADE[ex.id] = (*made, *(_made_stream(ex) if rest is None else rest))
     return _MADE[ex.id]
 
 
-def _make(ex: Exercise) -> tuple[Mutant, ...]:
-    out, seen = [], {}
+def mutants_by(ex: Exercise, deadline: float) -> tuple[Mutant, ...] | None:
+    """``mutants(ex)`` if they can be made by ``deadline`` (``time.monotonic``), else None; what
+    was made is kept, so a later call goes on from there (the check cell, which answers fast)."""
+    if ex.id not in _MADE:
+        made, rest = _MAKING.get(ex.id, ((), None))
+        made, rest = list(made), _made_stream(ex) if rest is None else rest
+        for mutant in rest:
+            made.append(mutant)
+            if time.monotonic() > deadline:
+                _MAKING[ex.id] = (tuple(made), rest)
+                return None
+        _MAKING.pop(ex.id, None)
+        _MADE[ex.id] = tuple(made)
+    return _MADE[ex.id]
+
+
+def _made_stream(ex: Exercise):
+    """The mutants of ``ex`` one by one, in a fixed order."""
+    seen = {}
     public = _public_names(ex)
     for host in hosts(ex.reference, ex.helpers):
-        tree = _source_tree(host)
-        slots, nodes = _slots(tree), list(ast.walk(tree))
+        tree = source_tree(host)
+        slots, nodes = slots_of(tree), list(ast.walk(tree))
         for site in changes(tree, public)[:MAX_PER_HOST]:
             try:
-                fn = _rebuild(ex.reference, host, _compile_changed(host, tree, slots, site), {})
+                fn = _rebuild(ex.reference, host, compile_changed(host, tree, slots, site), {})
             except Exception:  # a change that does not compile (a constant in a slice step, ...)
                 continue
             if site.family == "statement":
@@ -260,8 +216,7 @@ def _make(ex: Exercise) -> tuple[Mutant, ...]:
             where = "" if host.__name__ == ex.function else f" (in {host.__name__.strip('_').replace('_', ' ')})"
             words = (lambda w=site.words, where=where: (w() if callable(w) else w) + where) \
                 if callable(site.words) else site.words + where
-            out.append(Mutant(key, _qualified(host), site.index, site.family, words, fn))
-    return tuple(out)
+            yield Mutant(key, _qualified(host), site.index, site.family, words, fn)
 
 
 # ----------------------------------------------------------------------------- what matters
@@ -292,9 +247,9 @@ def live_sites(ex: Exercise, cases: list, wants: list) -> set[tuple[str, int]]:
     reference's outputs on ``cases``."""
     live = set()
     for host in hosts(ex.reference, ex.helpers):
-        tree = _source_tree(host)
+        tree = source_tree(host)
         indexes = {site.index for site in changes(tree, _public_names(ex))}
-        nodes, slots = list(ast.walk(tree)), _slots(tree)
+        nodes, slots = list(ast.walk(tree)), slots_of(tree)
         for index in sorted(indexes):
             node = nodes[index]
             if not isinstance(node, ast.expr) or getattr(node, "ctx", None) is not None and not isinstance(node.ctx, ast.Load):
@@ -302,7 +257,7 @@ def live_sites(ex: Exercise, cases: list, wants: list) -> set[tuple[str, int]]:
                 continue
             poisoned = ast.Call(ast.Name("__poison__", ast.Load()), [copy.deepcopy(node)], [])
             try:
-                fn = _rebuild(ex.reference, host, _compile_changed(host, tree, slots, Site(index, poisoned, "", ""),
+                fn = _rebuild(ex.reference, host, compile_changed(host, tree, slots, Site(index, poisoned, "", ""),
                                                                    __poison__=_poison), {})
             except Exception:
                 live.add((_qualified(host), index))

@@ -3,7 +3,8 @@
 ``JudgeOutputs`` runs right after ``execute.SandboxedExecute``. For each graded cell it
 draws the same cases the sandbox was given (``plan``), reads the outputs the learner's
 kernel displayed (plain numbers, checked by ``transport``), computes the reference itself,
-names recognised mistakes (``judge``), and replaces the cell's outputs with the messages and
+names recognised mistakes (``judge``, with the edits of the learner's code the kernel found
+to fix it, named only where the reference confirms them on every case), and replaces the cell's outputs with the messages and
 the score as an ``execute_result`` (nbgrader's partial credit). The exercise comes from the
 cell's source, which nbgrader has restored from the gradebook, never from the learner's
 outputs. It runs no learner code and reads nothing else the sandbox wrote.
@@ -17,6 +18,7 @@ from autograder.execute import FAULT
 from autograder.exercises import get
 from autograder.judge import Verdict, helper_note, judge
 from autograder.plan import graded_cases
+from autograder.repair import decode_fixes
 from autograder.transport import MIME, decode_results
 
 MAX_MESSAGE = 300  # characters of a learner's error text quoted in feedback
@@ -51,7 +53,7 @@ def verdict_for_cell(cell, ex, cases, earlier_faults: list[str]) -> Verdict:
         return Verdict(ex.id, 0.0, float(ex.points), 0, len(cases),
                        [f"Unreadable recorded outputs: {str(err)[:MAX_MESSAGE]}"])
     results = [r[:MAX_MESSAGE] if isinstance(r, str) else r for r in results]
-    verdict = judge(ex, cases, results)
+    verdict = judge(ex, cases, results, fixes=decode_fixes(payload.get("fixes"), len(cases)))
     if verdict.passed < verdict.total:
         verdict.messages += earlier_faults
     return verdict

@@ -18,6 +18,12 @@ from __future__ import annotations
 
 import ast
 import copy
+import inspect
+import io
+import itertools
+import textwrap
+import tokenize
+import types
 
 _FLIPS = {"max": "min", "min": "max", "argmax": "argmin", "argmin": "argmax", "maximum": "minimum",
           "minimum": "maximum", "sum": "mean", "mean": "sum", "exp": "exp2", "exp2": "exp",
@@ -40,11 +46,12 @@ _CMP = {ast.Lt: (ast.LtE, "<", "<="), ast.LtE: (ast.Lt, "<=", "<"), ast.Gt: (ast
 
 
 class Site:
-    """Where a change applies (the index of a node in ``ast.walk`` order) and what it is."""
-    __slots__ = ("index", "new", "family", "words")
+    """Where a change applies (the index of a node in ``ast.walk`` order) and what it is;
+    ``line``: for a line dropped or moved, that statement (in the original tree)."""
+    __slots__ = ("index", "new", "family", "words", "line")
 
-    def __init__(self, index, new, family, words):
-        self.index, self.new, self.family, self.words = index, new, family, words
+    def __init__(self, index, new, family, words, line=None):
+        self.index, self.new, self.family, self.words, self.line = index, new, family, words, line
 
 
 def _call_name(node: ast.Call) -> str:
@@ -62,34 +69,53 @@ def _shown(node, public) -> str:
 def _in_context(node, new, parents, public) -> str | None:
     """"`after` where `before` belongs", for the largest short expression around ``node``
     that names only what the learner also names; None when there is none."""
+    pair = in_context(node, new, parents, public)
+    return None if pair is None else f"`{pair[1]}` where `{pair[0]}` belongs"
+
+
+def in_context(node, new, parents, public, longest: int = 40) -> tuple[str, str] | None:
+    """(before, after) as code: the largest expression of at most ``longest`` characters
+    around ``node`` that names only ``public`` names (None: any), without and with the change
+    of ``node`` into ``new``; None when there is none."""
     best, up = None, node
     while isinstance(up, ast.expr):
         text = ast.unparse(up)
         names = {n.id for n in ast.walk(up) if isinstance(n, ast.Name)} - {"np", "math"}
-        if len(text) > 40:
+        if len(text) > longest:
             break
-        if names <= public and up is not node:
+        if (public is None or names <= public) and up is not node:
             best = up
         up = parents.get(id(up))
     if best is None:
         return None
-    twin = copy.deepcopy(best)
-    spot = list(ast.walk(best)).index(node)
+    return ast.unparse(best), replaced(best, node, new)
+
+
+def replaced(context, node, new) -> str:
+    """``context`` (an expression holding ``node``) as code, with ``node`` replaced by ``new``."""
+    twin = copy.deepcopy(context)
+    spot = next(i for i, n in enumerate(ast.walk(context)) if n is node)
     target = list(ast.walk(twin))[spot]
+    if target is twin:
+        return ast.unparse(new)
     for parent in ast.walk(twin):
         for field, value in ast.iter_fields(parent):
             if value is target:
                 setattr(parent, field, new)
             elif isinstance(value, list) and any(v is target for v in value):
                 value[[v is target for v in value].index(True)] = new
-    return f"`{ast.unparse(twin)}` where `{ast.unparse(best)}` belongs"
+    return ast.unparse(twin)
 
 
 def _keyword(node: ast.Call, name):
     return next((k for k in node.keywords if k.arg == name), None)
 
 
-def changes(tree: ast.FunctionDef, public: set[str]) -> list[Site]:
+def changes(tree: ast.FunctionDef, public: set[str], repair: bool = False, keys=()) -> list[Site]:
+    """Every change of the kinds above in ``tree``. ``repair``: also the changes that undo
+    them (``autograder.repair`` looks for the one edit that fixes a learner's code), with no
+    words (the caller describes them), as an iterator; ``keys``: strings the code may look up
+    (the keys of the dicts it is given), besides those it names."""
     nodes = list(ast.walk(tree))
     index = {id(n): i for i, n in enumerate(nodes)}
     in_signature = {id(n) for n in ast.walk(tree.args)}  # defaults: the caller passes them
@@ -273,7 +299,233 @@ def changes(tree: ast.FunctionDef, public: set[str]) -> list[Site]:
                         else "one variable is used where another belongs"))
         if isinstance(node, (ast.FunctionDef, ast.For, ast.If, ast.With)):
             sites += _statement_changes(node, index, nodes)
+    if repair:  # a term added: the least likely and the most numerous, made while tried, last
+        return itertools.chain(sites, _undoing(tree, nodes, index, params, keys),
+                               _added_terms(tree, nodes, index, params, variables, parents))
     return sites
+
+
+_REDUCTIONS = ("sum", "mean", "max", "min", "argmax", "argmin", "std", "var", "prod", "cumsum", "amax",
+               "amin", "all", "any", "logsumexp", "nansum", "nanmax")
+_NO_KEEPDIMS = ("cumsum", "argmax", "argmin")
+_MORE_FLIPS = {"sin": "cos", "cos": "sin", "max": "maximum", "maximum": "max", "min": "minimum",
+               "minimum": "min", "std": "var", "var": "std", "exp": "log", "log": "exp"}
+_OP_SWAPS = {ast.Mult: ast.Add, ast.Add: ast.Mult, ast.Div: ast.Sub, ast.Sub: ast.Div,
+             ast.BitOr: ast.BitAnd, ast.BitAnd: ast.BitOr}
+_CMP_MORE = {ast.Gt: (ast.NotEq,), ast.Lt: (ast.NotEq,), ast.GtE: (ast.NotEq,), ast.LtE: (ast.NotEq,),
+             ast.Eq: (ast.NotEq,), ast.NotEq: (ast.Eq, ast.Gt)}
+_NOT_DROPPED = ("range", "len", "enumerate", "zip", "list", "tuple", "dict", "set", "sorted", "reversed",
+                "print", "isinstance", "int", "float", "bool", "str", "min", "max", "sum", "abs", "round",
+                "super", "type", "iter", "next", "map", "filter")
+
+
+def _added_terms(tree, nodes, index, params, variables, parents):
+    """A variable added as a term or a factor (``g`` -> ``g * i``, ``var`` -> ``var + eps``), or
+    as a power (``n`` -> ``n ** alpha``, parameters only), to a name, a call or an item; a
+    variable multiplied into the value of an assignment or a return. The new nodes share the
+    old ones (``compile_changed`` copies them)."""
+    in_signature = {id(n) for n in ast.walk(tree.args)}
+    for node in nodes:
+        if id(node) in in_signature:
+            continue
+        if (isinstance(node, ast.Name) and node.id in variables and isinstance(node.ctx, ast.Load)
+                or isinstance(node, ast.Call) or isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)) \
+                and not _is_callee(node, parents):
+            for other in variables:
+                if getattr(node, "id", None) == other:
+                    continue
+                for op in (ast.Add(), ast.Mult()):
+                    yield Site(index[id(node)], ast.BinOp(node, op, ast.Name(other, ast.Load())), "term", "")
+                if other in params:
+                    yield Site(index[id(node)], ast.BinOp(node, ast.Pow(), ast.Name(other, ast.Load())), "term", "")
+        if isinstance(node, (ast.Assign, ast.Return)) and node.value is not None:
+            for other in variables:
+                yield Site(index[id(node.value)], ast.BinOp(ast.Name(other, ast.Load()), ast.Mult(), node.value), "term", "")
+
+
+def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
+    """The changes that undo the kinds of ``changes`` not undone by one of their own kind: an
+    axis or ``keepdims`` added to a reduction, ``=`` made ``+=``, a ``.copy()`` or a swap of
+    the last two axes added, a call of one's own function dropped, an operator or a
+    comparison changed, brackets moved or added either way, two items of a tuple swapped, a
+    string key or a constant index changed for another, an expression replaced by the
+    variable that holds it, a slice dropped, a line moved into a loop or before it."""
+    sites = []
+    in_signature = {id(n) for n in ast.walk(tree.args)}
+    held, looped, own_values = {}, {}, set()  # expression -> the names that hold it, the loop name
+    for n in nodes:
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+                and isinstance(n.value, (ast.Subscript, ast.Attribute, ast.Call)):
+            held.setdefault(ast.dump(n.value), set()).add(n.targets[0].id)
+            own_values.add(id(n.value))
+        if isinstance(n, ast.For) and isinstance(n.target, ast.Name):
+            looped[ast.dump(n.iter)] = n.target.id
+
+    def add(node, new, family, line=None):
+        sites.append(Site(index[id(node)], new, family, "", line))
+
+    def call_with(node, **keywords):
+        new = copy.deepcopy(node)
+        for k, v in keywords.items():
+            value = ast.parse(v, mode="eval").body
+            there = _keyword(new, k)
+            if there is None:
+                new.keywords.append(ast.keyword(k, value))
+            else:
+                there.value = value
+        return new
+
+    axis_names = [p for p in params if "axis" in p or p == "dim"]
+    keys = sorted({n.slice.value for n in nodes if isinstance(n, ast.Subscript)
+                   and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str)} | set(extra_keys))
+    loop_names = sorted({n.target.id for n in nodes if isinstance(n, ast.For) and isinstance(n.target, ast.Name)})
+    for node in nodes:
+        if id(node) in in_signature:
+            continue
+        loaded = isinstance(getattr(node, "ctx", None), ast.Load) or isinstance(node, ast.Call)
+        if loaded and isinstance(node, (ast.Tuple, ast.List)):
+            for i in range(len(node.elts) - 1):
+                if not any(isinstance(e, ast.Starred) for e in node.elts[i:i + 2]) \
+                        and ast.dump(node.elts[i]) != ast.dump(node.elts[i + 1]):
+                    new = copy.deepcopy(node)
+                    new.elts[i], new.elts[i + 1] = new.elts[i + 1], new.elts[i]
+                    add(node, new, "operands")
+        if loaded and id(node) not in own_values:
+            for name in sorted(held.get(ast.dump(node), ())):
+                add(node, ast.Name(name, ast.Load()), "variable")
+        if loaded and isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
+                and ast.dump(node.value) in looped:
+            add(node, ast.Name(looped[ast.dump(node.value)], ast.Load()), "variable")
+        if loaded and isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+            add(node, copy.deepcopy(node.value), "bound")  # the slice dropped
+        if loaded and isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) \
+                and isinstance(node.value.func, ast.Name) and node.value.args \
+                and node.value.func.id not in _NOT_DROPPED:  # own(a, ...)[0] -> a
+            add(node, copy.deepcopy(node.value.args[0]), "function")
+        if isinstance(node, (ast.Assign, ast.Return)) and isinstance(node.value, ast.BinOp):
+            sites += [Site(index[id(node.value)], new, "brackets", "") for new in _bracketings(node.value)]
+        if isinstance(node, ast.Call):
+            name = _call_name(node)
+            axis = _keyword(node, "axis")
+            np_style = isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+                and node.func.value.id in ("np", "numpy")
+            if name in _REDUCTIONS and axis is None and len(node.args) == (1 if np_style else 0):
+                add(node, call_with(node, axis="-1"), "axis")
+                if name not in _NO_KEEPDIMS:
+                    add(node, call_with(node, axis="-1", keepdims="True"), "axis")
+            elif name in _REDUCTIONS and axis is not None:
+                if _keyword(node, "keepdims") is None and name not in _NO_KEEPDIMS:
+                    add(node, call_with(node, keepdims="True"), "keepdims")
+                for other in axis_names:
+                    if ast.unparse(axis.value) != other:
+                        add(node, call_with(node, axis=other), "axis")
+            if name in _MORE_FLIPS:
+                f = copy.deepcopy(node.func)
+                setattr(f, "attr" if isinstance(f, ast.Attribute) else "id", _MORE_FLIPS[name])
+                new = copy.deepcopy(node)
+                new.func = f
+                add(node, new, "function")
+            if isinstance(node.func, ast.Name) and node.args and name not in _NOT_DROPPED:
+                add(node, copy.deepcopy(node.args[0]), "function")  # a call of one's own function dropped
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], (ast.Subscript, ast.Name)):
+            add(node, ast.AugAssign(copy.deepcopy(node.targets[0]), ast.Add(), copy.deepcopy(node.value)), "statement")
+            if isinstance(node.value, ast.Name) and node.value.id in params:
+                new = copy.deepcopy(node)
+                new.value = ast.Call(ast.Attribute(copy.deepcopy(node.value), "copy", ast.Load()), [], [])
+                add(node, new, "copy")
+        elif isinstance(node, ast.Attribute) and node.attr == "T" and isinstance(node.ctx, ast.Load):
+            add(node, ast.parse(f"np.swapaxes({ast.unparse(node.value)}, -1, -2)", mode="eval").body, "transpose")
+        elif isinstance(node, ast.BinOp):
+            if type(node.op) in _OP_SWAPS:
+                new = copy.deepcopy(node)
+                new.op = _OP_SWAPS[type(node.op)]()
+                add(node, new, "operands")
+            if isinstance(node.left, ast.BinOp):  # (a o b) p c -> a o (b p c)
+                a, b, c = node.left.left, node.left.right, node.right
+                add(node, ast.BinOp(copy.deepcopy(a), node.left.op,
+                                    ast.BinOp(copy.deepcopy(b), node.op, copy.deepcopy(c))), "brackets")
+            if isinstance(node.right, ast.BinOp):  # a p (b o c) -> (a p b) o c
+                a, b, c = node.left, node.right.left, node.right.right
+                add(node, ast.BinOp(ast.BinOp(copy.deepcopy(a), node.op, copy.deepcopy(b)),
+                                    node.right.op, copy.deepcopy(c)), "brackets")
+            if isinstance(node.left, ast.Call) and len(node.left.args) == 1 and not node.left.keywords \
+                    and _call_name(node.left) not in ("range", "len", "int", "float"):  # f(a) o b -> f(a o b)
+                new = copy.deepcopy(node.left)
+                new.args = [ast.BinOp(copy.deepcopy(node.left.args[0]), node.op, copy.deepcopy(node.right))]
+                add(node, new, "brackets")
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMP_MORE:
+            for op in _CMP_MORE[type(node.ops[0])]:
+                new = copy.deepcopy(node)
+                new.ops = [op()]
+                add(node, new, "compare")
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            value = node.slice.value
+            others = [k for k in keys if k != value] if isinstance(value, str) else \
+                loop_names if isinstance(value, int) and not isinstance(value, bool) else []
+            for other in others:
+                new = copy.deepcopy(node)
+                new.slice = ast.Constant(other) if isinstance(value, str) else ast.Name(other, ast.Load())
+                add(node, new, "variable")
+        if isinstance(node, (ast.FunctionDef, ast.For, ast.If, ast.With)):
+            body = node.body
+            for i, stmt in enumerate(body):
+                if not isinstance(stmt, ast.For):
+                    continue
+                if i + 1 < len(body) and not isinstance(body[i + 1], ast.Return):  # the line after, moved in
+                    new = copy.deepcopy(node)
+                    new.body[i].body.append(new.body.pop(i + 1))
+                    add(node, new, "statement", body[i + 1])
+                if len(stmt.body) > 1:  # the loop's first line, moved before it
+                    new = copy.deepcopy(node)
+                    new.body.insert(i, new.body[i].body.pop(0))
+                    add(node, new, "statement", stmt.body[0])
+    return sites
+
+
+def _is_callee(node, parents) -> bool:
+    parent = parents.get(id(node))
+    return isinstance(parent, (ast.Call, ast.Attribute)) and getattr(parent, "func", getattr(parent, "value", None)) is node
+
+
+_BINARY = {"+", "-", "*", "/", "//", "%", "@", "**"}
+
+
+def _bracketings(expr: ast.BinOp) -> list:
+    """``expr`` with one pair of brackets added around two or more of its operands in a row
+    (operator precedence: ``a / b * c`` -> ``a / (b * c)``), each as a new expression."""
+    text = ast.unparse(expr)
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return []
+    depth, cuts, previous = 0, [], None  # cuts: (start, end) of each top-level binary operator
+    for tok in tokens:
+        if tok.type == tokenize.OP and tok.string in "([{":
+            depth += 1
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            depth -= 1
+        elif depth == 0 and tok.type == tokenize.OP and tok.string in _BINARY and previous is not None \
+                and (previous.type in (tokenize.NAME, tokenize.NUMBER, tokenize.STRING) or previous.string in ")]}"):
+            cuts.append((tok.start[1], tok.end[1]))
+        if tok.type not in (tokenize.NEWLINE, tokenize.ENDMARKER):
+            previous = tok
+    starts = [0] + [end for _, end in cuts]
+    ends = [start for start, _ in cuts] + [len(text)]
+    out, seen = [], {ast.dump(expr)}
+    for i in range(len(starts)):
+        for j in range(i + 1, len(ends)):
+            if i == 0 and j == len(ends) - 1:
+                continue
+            candidate = text[:starts[i]] + " (" + text[starts[i]:ends[j]].strip() + ") " + text[ends[j]:]
+            try:
+                new = ast.parse(candidate.strip(), mode="eval").body
+            except SyntaxError:
+                continue
+            if ast.dump(new) not in seen:
+                seen.add(ast.dump(new))
+                out.append(new)
+    return out
 
 
 def _statement_changes(owner, index, nodes) -> list[Site]:
@@ -290,16 +542,84 @@ def _statement_changes(owner, index, nodes) -> list[Site]:
             new = copy.deepcopy(owner)
             del new.body[i]
             sites.append(Site(index[id(owner)], new, "statement", "a line that updates "
-                               f"`{ast.unparse(stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target)}` is missing"))
+                               f"`{ast.unparse(stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target)}` is missing",
+                              stmt))
         if isinstance(stmt, ast.For) and stmt.body:
             if len(stmt.body) > 1:  # the loop's last line moved after the loop
                 new = copy.deepcopy(owner)
                 moved = new.body[i].body.pop()
                 new.body.insert(i + 1, moved)
-                sites.append(Site(index[id(owner)], new, "statement", "a line that belongs inside a loop is after it"))
+                sites.append(Site(index[id(owner)], new, "statement", "a line that belongs inside a loop is after it",
+                                  stmt.body[-1]))
             if i > 0 and not isinstance(body[i - 1], (ast.Return, ast.For)):  # the line before, moved in
                 new = copy.deepcopy(owner)
                 moved = new.body.pop(i - 1)
                 new.body[i - 1].body.insert(0, moved)
-                sites.append(Site(index[id(owner)], new, "statement", "a line that belongs before a loop is inside it"))
+                sites.append(Site(index[id(owner)], new, "statement", "a line that belongs before a loop is inside it",
+                                  body[i - 1]))
     return sites
+
+
+# ----------------------------------------------------------------------------- applying a change
+def source_tree(fn) -> ast.FunctionDef | None:
+    """The ``def`` of ``fn`` as an AST (decorators dropped); None for lambdas, closures, C."""
+    if not isinstance(fn, types.FunctionType) or fn.__code__.co_freevars or fn.__name__ == "<lambda>":
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, ast.FunctionDef):
+        return None
+    node.decorator_list = []
+    return node
+
+
+def slots_of(tree: ast.FunctionDef) -> list:
+    """Per node (``ast.walk`` order): (parent, field, position in a list field or None)."""
+    where = {}
+    for parent in ast.walk(tree):
+        for field, value in ast.iter_fields(parent):
+            if isinstance(value, ast.AST):
+                where[id(value)] = (parent, field, None)
+            elif isinstance(value, list):
+                for k, v in enumerate(value):
+                    if isinstance(v, ast.AST):
+                        where[id(v)] = (parent, field, k)
+    return [where.get(id(n)) for n in ast.walk(tree)]
+
+
+def _put(slot, node):
+    parent, field, k = slot
+    if k is None:
+        setattr(parent, field, node)
+    else:
+        getattr(parent, field)[k] = node
+
+
+def compile_changed(fn, tree: ast.FunctionDef, slots: list, site: Site, globs: dict | None = None, **extra):
+    """``fn`` compiled with node ``site.index`` of ``tree`` replaced by ``site.new``: the node
+    is swapped in place for the compilation and back after it (no copy of the whole tree).
+    ``globs``: the new function's globals (default: a copy of ``fn``'s, with ``extra``)."""
+    new = copy.deepcopy(site.new)
+    if site.index == 0:
+        return _compile(fn, ast.fix_missing_locations(new), globs, **extra)
+    slot = slots[site.index]
+    old = getattr(slot[0], slot[1]) if slot[2] is None else getattr(slot[0], slot[1])[slot[2]]
+    ast.fix_missing_locations(ast.copy_location(new, old))
+    _put(slot, new)
+    try:
+        return _compile(fn, tree, globs, **extra)
+    finally:
+        _put(slot, old)
+
+
+def _compile(fn, tree: ast.FunctionDef, globs: dict | None, **extra):
+    module = ast.Module([tree], [])
+    made: dict = {}
+    exec(compile(module, f"<changed {fn.__qualname__}>", "exec"),
+         dict(fn.__globals__, **extra) if globs is None else globs, made)
+    new = made[tree.name]
+    new.__defaults__, new.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
+    return new

@@ -10,8 +10,10 @@ The kernel of a graded notebook runs under bubblewrap (Debian's ``bwrap``):
   ``solutions/``, other submissions, the grader's secret), home directories and the
   repository are simply not there;
 - on ``PYTHONPATH``, a staged copy of ``course_lib`` without the modules that compute the
-  notebook's answers, and of the four kernel-side modules of ``autograder`` (``kernel``,
-  ``calls``, ``transport``, the package marker), which hold no reference and no judge;
+  notebook's answers, and of the kernel-side modules of ``autograder`` (``KERNEL_MODULES``:
+  ``kernel``, ``calls``, ``transport``, ``hints``, the search for a fix of the learner's code
+  ``repair`` with ``operators`` and ``contained``, the package marker), which hold no
+  reference and no judge;
 - the packages an exercise forbids (``torch``, whose autograd would take a hand-derived
   backward's place, and with it the other autodiff packages) hidden under empty folders,
   with a stub that says why ``import torch`` fails;
@@ -36,7 +38,8 @@ from pathlib import Path
 
 COURSE_LIB = Path(__file__).resolve().parent.parent / "course_lib"
 AUTOGRADER = Path(__file__).resolve().parent
-KERNEL_MODULES = ("__init__.py", "kernel.py", "calls.py", "transport.py", "hints.py")
+KERNEL_MODULES = ("__init__.py", "kernel.py", "calls.py", "transport.py", "hints.py", "repair.py",
+                  "operators.py", "contained.py")
 # A forbidden top-level package brings down its family: every autodiff package goes with torch.
 HIDE_WITH = {"torch": ("torch", "functorch", "torchgen", "sympy", "jax", "jaxlib", "autograd",
                        "tensorflow")}

@@ -89,14 +89,32 @@ def decode_value(d):
 
 
 def encode_cases(exercise_id: str, function: str, call: str | None, cases: list,
-                 signature: str | None = None) -> dict:
-    """What the kernel needs to run one exercise: whom to call, how, and on what."""
+                 signature: str | None = None, probes: dict | None = None) -> dict:
+    """What the kernel needs to run one exercise: whom to call, how, and on what.
+
+    ``probes``: the public cases with their expected outputs and the tolerance
+    (``encode_probes``), for the search of a fix when the learner's code fails one of them
+    (``autograder.repair``); they are the check cell's cases, which a learner can print."""
     return {"exercise": exercise_id, "function": function, "call": call, "signature": signature,
-            "cases": [encode_value(c) for c in cases]}
+            "cases": [encode_value(c) for c in cases], **({"probes": probes} if probes else {})}
 
 
 def decode_cases(payload: dict) -> list:
     return [decode_value(c) for c in payload["cases"]]
+
+
+def encode_probes(cases: list, wants: list, rtol: float, atol: float) -> dict:
+    return {"cases": [encode_value(c) for c in cases], "rtol": rtol, "atol": atol,
+            "wants": [[encode_array(a) for a in w] for w in wants]}
+
+
+def decode_probes(payload: dict | None) -> tuple[list, list, float, float]:
+    """(cases, expected outputs, rtol, atol); nothing when the grader sent no probes."""
+    if not payload:
+        return [], [], 0.0, 0.0
+    return ([decode_value(c) for c in payload["cases"]],
+            [tuple(decode_array(a) for a in w) for w in payload["wants"]],
+            float(payload["rtol"]), float(payload["atol"]))
 
 
 # --- results: per case, the outputs or the error text ------------------------------------

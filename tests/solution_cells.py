@@ -7,7 +7,10 @@ edited one in its place, through ``kernel.run_cases`` and ``judge``, as a graded
 """
 from __future__ import annotations
 
+import copy
 import functools
+import hashlib
+import linecache
 from pathlib import Path
 
 import nbformat
@@ -16,6 +19,8 @@ import numpy as np
 from autograder.exercises import get
 from autograder.judge import judge
 from autograder.kernel import run_cases
+from autograder.repair import decode_fixes, fixes
+from autograder.transport import as_outputs
 from exercise_bank import TEST_KEY
 
 SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
@@ -71,17 +76,31 @@ def namespace_with(exercise_id: str, source: str | None = None) -> dict:
     grade_id = _grade_id(exercise_id)
     _, setup, cells = _notebooks()[grade_id]
     scope = {"__name__": "__main__", "np": np}
-    exec(setup, scope)
+    _run_cell(setup, scope)
     for gid, cell in cells:
-        exec(source if (gid == grade_id and source is not None) else cell, scope)
+        _run_cell(source if (gid == grade_id and source is not None) else cell, scope)
     return scope
+
+
+def _run_cell(source: str, scope: dict) -> None:
+    """Run a cell's source as IPython does: under a file name of its own, kept in
+    ``linecache`` so that ``inspect.getsource`` finds the functions it defines."""
+    name = f"<cell {hashlib.sha1(source.encode()).hexdigest()[:12]}>"
+    linecache.cache[name] = (len(source), None, source.splitlines(keepends=True), name)
+    exec(compile(source, name, "exec"), scope)
 
 
 def verdict_with(exercise_id: str, source: str | None = None, key: bytes = TEST_KEY, public=False):
     """The judge's verdict on the notebook with ``exercise_id``'s solution cell replaced by
-    ``source``: on the graded cases drawn from ``key``, or on the check cell's public cases."""
+    ``source``: on the graded cases drawn from ``key``, or on the check cell's public cases.
+    The search for a fix of the learner's code runs as in the graded cell: on the public
+    and hidden-kind cases of a public seed (the probes); its fixes run on the cases graded."""
     ex = get(exercise_id)
     scope = namespace_with(exercise_id, source)
     cases = ex.public_cases() if public else ex.graded_cases(key)
     results = run_cases(scope, ex.function, ex.call, cases, signature=ex.signature)
-    return judge(ex, cases, results, public=public)
+    probes = ex.probe_cases()
+    wants = [as_outputs(ex.reference(**copy.deepcopy(c))) for c in probes]
+    found = lambda: decode_fixes(fixes(scope, ex.function, ex.call, probes, wants, cases, ex.rtol, ex.atol),
+                                 len(cases))
+    return judge(ex, cases, results, public=public, fixes=found)

@@ -1,0 +1,155 @@
+"""The search for one edit that fixes a learner's code (``autograder.repair``) and how the judge
+uses what it finds: in the check cell, in the graded cell, and through the real sandbox."""
+import copy
+import json
+import time
+
+import numpy as np
+import pytest
+
+from autograder import kernel
+from autograder.exercises import get
+from autograder.judge import judge
+from autograder.repair import decode_fixes, fixes
+from autograder.transport import MIME, as_outputs, encode_cases, encode_probes
+from exercise_bank import TEST_KEY
+from autograder.grading import grade_notebook
+from helpers import SOLUTIONS, mutant
+from solution_cells import _run_cell, namespace_with
+
+SOFTMAX_MIN = '''
+def softmax(z, axis=-1):
+    shifted = z - np.min(z, axis=axis, keepdims=True)
+    e = np.exp(shifted)
+    return e / np.sum(e, axis=axis, keepdims=True)
+'''
+
+
+def _learner(source: str) -> dict:
+    scope = {"__name__": "__main__", "np": np}
+    _run_cell(source, scope)
+    return scope
+
+
+def _probes(ex):
+    probes = ex.probe_cases()
+    return probes, [as_outputs(ex.reference(**copy.deepcopy(c))) for c in probes]
+
+
+def test_a_fix_names_the_learners_line_and_the_judge_confirms_it_on_every_case():
+    ex = get("warmup.softmax")
+    scope = _learner(SOFTMAX_MIN)
+    cases = ex.graded_cases(TEST_KEY)
+    probes, wants = _probes(ex)
+    found = fixes(scope, ex.function, ex.call, probes, wants, cases, ex.rtol, ex.atol)
+    assert found and found[0]["line"] == "shifted = z - np.min(z, axis=axis, keepdims=True)"
+    assert "`np.max(z, axis=axis, keepdims=True)` in place of `np.min(z, axis=axis, keepdims=True)`" \
+        in found[0]["words"]
+    results = kernel.run_cases(scope, ex.function, ex.call, cases)
+    plain = judge(ex, cases, results)
+    named = judge(ex, cases, results, fixes=decode_fixes(found, len(cases)))
+    assert named.kind == "specific" and named.lines == ("shifted = z - np.min(z, axis=axis, keepdims=True)",)
+    assert named.messages[0].startswith("This line of yours looks like the mistake")
+    assert named.points == plain.points < ex.points  # a fix names the mistake; it never scores
+
+
+def test_a_fix_that_does_not_hold_on_every_graded_case_is_not_named():
+    """The sandbox's data is not trusted: a fix whose outputs differ from the reference on
+    one graded case (or that is malformed) is left out, and the score never moves."""
+    ex = get("warmup.softmax")
+    scope = _learner(SOFTMAX_MIN)
+    cases = ex.graded_cases(TEST_KEY)
+    probes, wants = _probes(ex)
+    found = fixes(scope, ex.function, ex.call, probes, wants, cases, ex.rtol, ex.atol)
+    results = kernel.run_cases(scope, ex.function, ex.call, cases)
+    forged = copy.deepcopy(found[0])
+    forged["results"][-1] = forged["results"][0]  # one case's outputs from another case
+    forged["words"] = "with nothing changed"
+    broken = [{"line": "x"}, {"line": "y", "words": "z", "results": "not a list"}, "junk"]
+    verdict = judge(ex, cases, results, fixes=decode_fixes([forged, *broken], len(cases)))
+    assert not verdict.lines and "nothing changed" not in " ".join(verdict.messages)
+    assert verdict.points == judge(ex, cases, results).points
+    assert decode_fixes("not a list", 3) == [] and decode_fixes(found, len(cases) + 1) == []
+
+
+def test_edits_of_two_lines_are_both_named_and_of_more_lines_none():
+    ex = get("warmup.softmax")
+    cases = ex.public_cases()
+    wants = [as_outputs(ex.reference(**c)) for c in cases]
+    good = [w for w in wants]
+    two = judge(ex, cases, [tuple(w[::-1] for w in want) for want in wants],
+                fixes=[("a = 1", "with `2` in place of `1`", good), ("b = 2", "without this line", good)])
+    assert two.lines == ("a = 1", "b = 2") and "either change" in two.messages[0]
+    three = judge(ex, cases, [tuple(w[::-1] for w in want) for want in wants],
+                  fixes=[(f"line {i}", "w", good) for i in range(3)])
+    assert not three.lines and not any("looks like the mistake" in m for m in three.messages)
+
+
+def test_a_search_that_loops_or_allocates_ends_within_its_budget():
+    ex = get("warmup.softmax")
+    scope = _learner('''
+def softmax(z, axis=-1):
+    n = 1
+    while n > 0:          # an edit of this bound loops for ever; n = 0 fixes nothing either
+        n -= 1
+    big = np.ones(10)     # an edit of a size could allocate without end
+    e = np.exp(z - np.min(z, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True) + 0 * big.sum()
+''')
+    probes, wants = _probes(ex)
+    start = time.monotonic()
+    found = fixes(scope, ex.function, ex.call, probes, wants, probes, ex.rtol, ex.atol, budget=1.0, wall=3.0)
+    assert time.monotonic() - start < 3.5
+    assert all(f["line"] for f in found)
+
+
+def test_no_search_when_the_probes_pass():
+    ex = get("warmup.softmax")
+    scope = namespace_with("warmup.softmax")
+    probes, wants = _probes(ex)
+    assert fixes(scope, ex.function, ex.call, probes, wants, probes, ex.rtol, ex.atol) == []
+
+
+def test_the_graded_cell_records_fixes_beside_its_outputs(tmp_path, monkeypatch, capsys):
+    """``record`` as the grader runs it: the fixes come after the outputs, which stay the
+    learner's own (a search that fails costs nothing)."""
+    ex = get("warmup.softmax")
+    cases = ex.graded_cases(TEST_KEY)
+    probes, wants = _probes(ex)
+    spec = encode_cases(ex.id, ex.function, ex.call, cases, ex.signature, encode_probes(probes, wants, ex.rtol, ex.atol))
+    (tmp_path / f"{ex.id}.json").write_text(json.dumps(spec))
+    monkeypatch.setenv(kernel.CASES_ENV, str(tmp_path))
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, raw=False: shown.append(obj))
+    scope = _learner(SOFTMAX_MIN)
+    kernel.record(ex.id, scope)
+    payload = shown[0][MIME]
+    assert payload["fixes"] and payload["fixes"][0]["line"].startswith("shifted = z - np.min")
+    assert len(payload["cases"]) == len(cases)
+    monkeypatch.setattr("autograder.repair.fixes", lambda *a, **k: 1 / 0)
+    shown.clear()
+    kernel.record(ex.id, scope)
+    assert shown[0][MIME]["fixes"] == [] and len(shown[0][MIME]["cases"]) == len(cases)
+
+
+def test_through_the_real_sandbox_a_fix_is_named_and_the_score_is_the_judges(tmp_path):
+    """One notebook graded once by the real pipeline (the sandbox where it can be had): two
+    exercises with bugs nobody listed, each told its own line; the scores equal the verdicts
+    of the same code judged in-process, and the feedback file says the same."""
+    solution = SOLUTIONS / "00_start_here" / "start_here.ipynb"
+    edits = {"warmup.softmax": ("warmup_softmax", "np.max(z, axis=axis, keepdims=True)",
+                                "np.min(z, axis=axis, keepdims=True)"),
+             "warmup.softmax_jvp": ("warmup_softmax_jvp", "np.sum(g * s, axis=axis, keepdims=True)",
+                                    "np.sum(g * s, axis=0, keepdims=True)")}
+    (tmp_path / "first").mkdir()
+    first = mutant(solution, *edits["warmup.softmax"], tmp_path / "first")
+    both = mutant(solution, *edits["warmup.softmax_jvp"], tmp_path, base=first)
+    result = grade_notebook(both, feedback_to=tmp_path / "feedback.html")
+    html = (tmp_path / "feedback.html").read_text()
+    for exercise_id, (_, old, new) in edits.items():
+        graded = result.by_id(exercise_id)
+        message = graded.messages[0]
+        assert message.startswith("This line of yours looks like the mistake") and new in message, message
+        assert f"`{old}` in place of `{new}`" in message
+        assert message.split("`")[1] in html.replace("&quot;", '"').replace("&#x27;", "'")
+        assert graded.points < graded.max_points
