@@ -42,6 +42,20 @@ def first_output(namespace: Namespace, function: str, case: dict):
     return result[0]
 
 
+def output_and_cache(namespace: Namespace, function: str, case: dict):
+    """A layer's ``(out, cache)`` as one flat tuple ``(out, *cache)``, where the text prescribes
+    the cache's items: their number, order and values are graded with the output."""
+    result = learner_function(namespace, function)(**case)
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        what = f"a tuple of {len(result)}" if isinstance(result, (tuple, list)) else f"a single {type(result).__name__}"
+        raise NotATuple(f"`{function}` returned {what}; the exercise asks for a tuple `(out, cache)`")
+    out, cache = result
+    if not isinstance(cache, (tuple, list)):
+        raise TypeError(f"`{function}`'s cache is a {type(cache).__name__}; the exercise asks for the "
+                        "tuple it describes")
+    return (out, *cache)
+
+
 def layernorm_backward(namespace: Namespace, function: str, case: dict):
     """The learner's backward, fed the cache of the learner's own ``layernorm_forward``."""
     _, cache = learner_function(namespace, "layernorm_forward")(case["x"], case["gamma"], case["beta"])
@@ -54,9 +68,11 @@ def test_function(w: np.ndarray, c: float) -> Callable[[np.ndarray], float]:
 
 
 def numerical_gradient(namespace: Namespace, function: str, case: dict):
-    """The gradient of ``test_function`` at x, and x itself (which must be left as it was)."""
+    """The gradient of ``test_function`` at x with the case's step (1e-6 where it gives none),
+    and x itself (which must be left as it was)."""
     x = case["x"]
-    grad = learner_function(namespace, function)(test_function(case["w"], case["c"]), x, eps=1e-6)
+    grad = learner_function(namespace, function)(test_function(case["w"], case["c"]), x,
+                                                 eps=case.get("eps", 1e-6))
     return grad, x
 
 
@@ -94,7 +110,8 @@ def stepwise(namespace: Namespace, function: str, case: dict):
                      for t in range(idx.shape[1])], axis=1)
 
 
-CALLS = {"first_output": first_output, "layernorm_backward": layernorm_backward,
+CALLS = {"first_output": first_output, "output_and_cache": output_and_cache,
+         "layernorm_backward": layernorm_backward,
          "numerical_gradient": numerical_gradient, "markov_decoder": markov_decoder,
          "stepwise": stepwise}
 

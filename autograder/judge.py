@@ -157,7 +157,7 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
         verdict.messages.append(f"{len(errors)} case(s) raised an error, e.g. {errors[0]}")
     verdict.messages.append(f"{verdict.passed} of {len(cases)} cases match the reference.")
     if first_problem:
-        verdict.messages.append("First difference, " + first_problem + ".")
+        verdict.messages.append("First difference, " + first_problem.rstrip(".") + ".")
     return verdict
 
 

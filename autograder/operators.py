@@ -349,7 +349,8 @@ def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
     the last two axes added, a call of one's own function dropped, an operator or a
     comparison changed, brackets moved or added either way, two items of a tuple swapped, a
     string key or a constant index changed for another, an expression replaced by the
-    variable that holds it, a slice dropped, a line moved into a loop or before it."""
+    variable that holds it, a slice dropped, an assignment dropped (a line too many), a line
+    moved into a loop or before it."""
     sites = []
     in_signature = {id(n) for n in ast.walk(tree.args)}
     held, looped, own_values = {}, {}, set()  # expression -> the names that hold it, the loop name
@@ -470,6 +471,10 @@ def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
         if isinstance(node, (ast.FunctionDef, ast.For, ast.If, ast.With)):
             body = node.body
             for i, stmt in enumerate(body):
+                if isinstance(stmt, (ast.Assign, ast.AugAssign)) and len(body) > 1:  # an extra line
+                    new = copy.deepcopy(node)
+                    del new.body[i]
+                    add(node, new, "statement", stmt)
                 if not isinstance(stmt, ast.For):
                     continue
                 if i + 1 < len(body) and not isinstance(body[i + 1], ast.Return):  # the line after, moved in

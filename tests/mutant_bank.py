@@ -67,11 +67,11 @@ N01 = [
     Mutant("01", "lm.rnn_forward", "bias added twice",
            "def rnn_forward(x, h0, Wxh, Whh, b):\n    h, hs = h0, []\n    for t in range(x.shape[1]):\n"
            "        h = np.tanh(x[:, t] @ Wxh + h @ Whh + 2 * b)\n        hs.append(h)\n"
-           "    return np.stack(hs, axis=1), None", "`b` multiplied by 2"),
+           "    H = np.stack(hs, axis=1)\n    return H, (x, h0, Wxh, Whh, H)", "`b` multiplied by 2"),
     Mutant("01", "lm.rnn_forward", "states stacked time-first",
            "def rnn_forward(x, h0, Wxh, Whh, b):\n    h, hs = h0, []\n    for t in range(x.shape[1]):\n"
            "        h = np.tanh(x[:, t] @ Wxh + h @ Whh + b)\n        hs.append(h)\n"
-           "    return np.stack(hs), None", "swapped"),
+           "    H = np.stack(hs)\n    return H, (x, h0, Wxh, Whh, H)", "swapped"),
     Mutant("01", "lm.rnn_backward", "dx with the wrong sign",
            "from course_lib.rnn import rnn_backward as _ref\n"
            "def rnn_backward(dh, cache):\n    dx, dh0, dWxh, dWhh, db = _ref(dh, cache)\n"

@@ -329,11 +329,16 @@ PADDING_MASK = Exercise(
 def _gradcheck_cases(rng, hidden):
     shapes = [(1,), (4, 5), (2, 2, 3)] if hidden else [(3,), (2, 3), (1, 2, 2), (1,)]
     cs = [10.0, 3.0, 7.0] if hidden else [10.0, 5.0, 2.0, 4.0]
-    return [{"x": _randn(rng, *s), "w": _randn(rng, *s), "c": c} for s, c in zip(shapes, cs)]
+    steps = [None, 3e-3, None] if hidden else [None, 1e-2, None, None]  # None: the default 1e-6
+    return [{"x": _randn(rng, *s), "w": _randn(rng, *s), "c": c, **({"eps": e} if e else {})}
+            for s, c, e in zip(shapes, cs, steps)]
 
 
-def _gradcheck_reference(x, w, c):
-    return -w * c * np.sin(c * x) + np.sum(x), x
+def _gradcheck_reference(x, w, c, eps=1e-6):
+    """The central difference of ``test_function`` with step ``eps``, in closed form: the
+    cosine's (f(x + eps) - f(x - eps)) / (2 eps) is -w sin(c x) sin(c eps) / eps, the square's
+    is exact. At eps = 1e-6 it is the gradient; a larger step shows whether ``eps`` is used."""
+    return -w * np.sin(c * x) * np.sin(c * eps) / eps + np.sum(x), x
 
 
 def _difference_quotient(step):
@@ -379,7 +384,8 @@ NUMERICAL_GRADIENT = Exercise(
     cases=_gradcheck_cases,
     reference=_gradcheck_reference,
     features=shape_features(**{"a single entry": lambda c: c["x"].size == 1,
-                               "a 3-D x": lambda c: c["x"].ndim == 3}),
+                               "a 3-D x": lambda c: c["x"].ndim == 3,
+                               "a step eps other than the default": lambda c: "eps" in c}),
     call="numerical_gradient",  # f is calls.test_function; x must be left as it was
     points=2,
     rtol=1e-6,

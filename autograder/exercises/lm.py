@@ -219,25 +219,39 @@ def _rnn_variant(x, h0, Wxh, Whh, b, f=np.tanh, carry=True, transpose=False, shi
     return np.stack(hs, axis=1)
 
 
+def _with_cache(hidden):
+    """The outputs graded for ``rnn_forward``: the hidden states ``hidden(**case)`` and the cache
+    the text prescribes, ``(x, h0, Wxh, Whh, h)``, holding the inputs and those states."""
+    def outputs(**c):
+        h = hidden(**c)
+        return h, c["x"], c["h0"], c["Wxh"], c["Whh"], h
+    return outputs
+
+
+def _rnn_outputs(**c):
+    h, cache = rnn_forward(**c)
+    return (h, *cache)
+
+
 RNN_MISTAKES = [
     Mistake("hidden state not carried across time",
             "at step t use the state you just computed, h[:, t-1], not h0 every time.",
-            wrong=lambda **c: _rnn_variant(**c, carry=False)),
+            wrong=_with_cache(lambda **c: _rnn_variant(**c, carry=False))),
     Mistake("initial state h0 ignored",
             "the recurrence starts from the given h0, not from zeros.",
-            wrong=lambda x, h0, Wxh, Whh, b: rnn_forward(x, np.zeros_like(h0), Wxh, Whh, b)[0]),
+            wrong=_with_cache(lambda x, h0, Wxh, Whh, b: rnn_forward(x, np.zeros_like(h0), Wxh, Whh, b)[0])),
     Mistake("W_hh transposed",
             "rows are examples here, so the recurrent term is h_prev @ Whh.",
-            wrong=lambda **c: _rnn_variant(**c, transpose=True)),
+            wrong=_with_cache(lambda **c: _rnn_variant(**c, transpose=True))),
     Mistake("tanh left out",
             "h_t = tanh(x_t Wxh + h_{t-1} Whh + b); without it the RNN is linear.",
-            wrong=lambda **c: _rnn_variant(**c, f=lambda a: a)),
+            wrong=_with_cache(lambda **c: _rnn_variant(**c, f=lambda a: a))),
     Mistake("sigmoid instead of tanh",
             "the Elman RNN here uses tanh, whose outputs lie in (-1, 1).",
-            wrong=lambda **c: _rnn_variant(**c, f=sigmoid)),
+            wrong=_with_cache(lambda **c: _rnn_variant(**c, f=sigmoid))),
     Mistake("hidden states shifted by one step",
             "h[:, t] is the state after reading x[:, t]; store it after the update, not before.",
-            wrong=lambda **c: _rnn_variant(**c, shifted=True)),
+            wrong=_with_cache(lambda **c: _rnn_variant(**c, shifted=True))),
 ]
 
 
@@ -399,8 +413,9 @@ EXERCISES = [
              features=shape_features(**{"a single token (T = 1)": lambda c: len(c["targets"]) == 1}),
              dims=lambda c: {"T": len(c["targets"]), "vocab_size": c["probs"].shape[-1]}),
     Exercise("lm.rnn_forward", "rnn_forward", "rnn_forward(x, h0, Wxh, Whh, b) -> (h, cache)",
-             _rnn_cases, lambda **c: rnn_forward(**c)[0], call="first_output",
-             mistakes=RNN_MISTAKES, forbidden=NO_LIBRARY, output_names=("h",),
+             _rnn_cases, _rnn_outputs, call="output_and_cache",  # the cache the text prescribes too
+             mistakes=RNN_MISTAKES, forbidden=NO_LIBRARY,
+             output_names=("h", "cache[0] (x)", "cache[1] (h0)", "cache[2] (Wxh)", "cache[3] (Whh)", "cache[4] (h)"),
              features=RNN_FEATURES, dims=_rnn_dims),
     Exercise("lm.rnn_backward", "rnn_backward",
              "rnn_backward(dh, cache) -> (dx, dh0, dWxh, dWhh, db)", _bptt_cases, rnn_backward,
