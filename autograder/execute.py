@@ -18,7 +18,6 @@ The verdict is ``JudgeOutputs``'s, in the next step.
 """
 from __future__ import annotations
 
-import copy
 import os
 from subprocess import DEVNULL
 from time import monotonic
@@ -35,7 +34,7 @@ from traitlets import Any, Integer
 from autograder import plan
 from autograder.paths import SOLUTIONS
 from autograder.sandbox import KERNEL_NAME, Sandbox, isolation
-from autograder.transport import as_outputs, encode_cases, encode_probes
+from autograder.transport import encode_cases, encode_probes
 
 FAULT = "GradingFault"
 
@@ -115,8 +114,7 @@ class SandboxedExecute(NbGraderPreprocessor):
                 cell.outputs, cell.execution_count = [], None
         with Sandbox(forbidden, isolate) as box:
             for ex, cases in graded.values():
-                known = ex.probe_cases()
-                probes = encode_probes(known, [as_outputs(ex.reference(**copy.deepcopy(c))) for c in known], ex.rtol, ex.atol)
+                probes = encode_probes(*ex.probes(graded=cases), ex.rtol, ex.atol)
                 box.write_cases(ex.id, encode_cases(ex.id, ex.function, ex.call, cases, ex.signature, probes))
             faults = self._run(nb, box, to_run)
         for i, message in faults.items():

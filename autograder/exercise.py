@@ -12,14 +12,16 @@ submission, so no table of answers prepared in advance fits them.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import hmac
+import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from autograder.transport import as_outputs  # noqa: F401  (re-exported for the exercise modules)
+from autograder.transport import as_outputs, encode_value  # as_outputs: also for the exercise modules
 
 Case = dict  # keyword arguments for one call: {"Q": array, "K": array, ..., "mask": None}
 Outputs = tuple  # a tuple of numpy arrays, one per returned value
@@ -107,11 +109,16 @@ class Exercise:
         """The cases of the check cell: fixed, the same for every learner."""
         return list(self.cases(self._rng("public", None), False))
 
-    def probe_cases(self) -> list[Case]:
-        """The public cases and hidden-kind cases drawn from a public seed: cases anyone can
-        compute the answers of (none is graded), on which the search for a fix of a learner's
-        code (``autograder.repair``) tries its edits."""
-        return self.public_cases() + list(self.cases(self._rng("hidden", None), True))
+    def probes(self, graded: Sequence[Case] = ()) -> tuple[list[Case], list[Outputs]]:
+        """(cases, the reference's outputs on them): the public cases and hidden-kind cases
+        drawn from a public seed, on which the search for a fix of a learner's code
+        (``autograder.repair``) tries its edits. They go into the grading sandbox with their
+        answers, so any that equals one of the ``graded`` cases (a generator that draws
+        nothing at random) is left out: the sandbox never holds a graded case's answer."""
+        taken = {_key(c) for c in graded}
+        cases = [c for c in self.public_cases() + list(self.cases(self._rng("hidden", None), True))
+                 if _key(c) not in taken]
+        return cases, [as_outputs(self.reference(**copy.deepcopy(c))) for c in cases]
 
     def graded_cases(self, key: bytes) -> list[Case]:
         """Public-kind cases, then hidden ones, drawn from a seed derived from ``key``."""
@@ -127,6 +134,11 @@ class Exercise:
 
     def name_of(self, i: int) -> str:
         return self.output_names[i] if i < len(self.output_names) else f"output {i}"
+
+
+def _key(case: Case) -> str:
+    """A case as text, to tell equal cases apart from different ones."""
+    return json.dumps(encode_value(case), sort_keys=True)
 
 
 def exercise_maker(topic: str, **shared):

@@ -182,8 +182,7 @@ def check(exercise_id: str, namespace: dict) -> None:
 def _public_fixes(ex, namespace: dict, cases: list) -> list:
     """The check cell's search for one edit that fixes the learner's code on the public cases."""
     from autograder.repair import CHECK_SECONDS, decode_fixes, fixes
-    probes = ex.probe_cases()
-    wants = [as_outputs(ex.reference(**copy.deepcopy(c))) for c in probes]
+    probes, wants = ex.probes()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         found = fixes(namespace, ex.function, ex.call, probes, wants, cases, ex.rtol, ex.atol, budget=CHECK_SECONDS)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import math
 import time
 import types
 from dataclasses import dataclass
@@ -171,10 +172,7 @@ _MAKING: dict[str, tuple] = {}  # exercise id -> (the mutants made so far, the r
 
 def mutants(ex: Exercise) -> tuple[Mutant, ...]:
     """Every single-point mutant of ``ex``'s reference (made once per exercise and process)."""
-    if ex.id not in _MADE:
-        made, rest = _MAKING.pop(ex.id, ((), None))
-        _MADE[ex.id] = (*made, *(_made_stream(ex) if rest is None else rest))
-    return _MADE[ex.id]
+    return mutants_by(ex, math.inf)
 
 
 def mutants_by(ex: Exercise, deadline: float) -> tuple[Mutant, ...] | None:

@@ -254,7 +254,7 @@ def changes(tree: ast.FunctionDef, public: set[str], repair: bool = False, keys=
                     _in_context(node, copy.deepcopy(node.operand), parents, public) or
                     f"{ast.unparse(node.operand)} is used where {ast.unparse(node)} belongs")
             else:
-                add(node, copy.deepcopy(node.operand), "sign", f"a minus sign is missing"
+                add(node, copy.deepcopy(node.operand), "sign", "a minus sign is missing"
                     + (f" (before {_shown(node.operand, public)})" if _shown(node.operand, public) else ""))
         elif isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMP:
             new_op, a, b = _CMP[type(node.ops[0])]
@@ -566,19 +566,28 @@ def _statement_changes(owner, index, nodes) -> list[Site]:
 
 
 # ----------------------------------------------------------------------------- applying a change
-def source_tree(fn) -> ast.FunctionDef | None:
-    """The ``def`` of ``fn`` as an AST (decorators dropped); None for lambdas, closures, C."""
+def parsed_def(fn) -> tuple[ast.FunctionDef, list[str]] | None:
+    """The ``def`` of ``fn`` as an AST (decorators dropped) and its source lines (dedented, so
+    line numbers count from the ``def``); None for lambdas, closures, C and code without
+    source."""
     if not isinstance(fn, types.FunctionType) or fn.__code__.co_freevars or fn.__name__ == "<lambda>":
         return None
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        source = textwrap.dedent(inspect.getsource(fn))
+        tree = ast.parse(source)
     except (OSError, TypeError, SyntaxError):
         return None
     node = tree.body[0] if tree.body else None
-    if not isinstance(node, ast.FunctionDef):
+    if not isinstance(node, ast.FunctionDef) or node.name != fn.__name__:
         return None
     node.decorator_list = []
-    return node
+    return node, source.splitlines()
+
+
+def source_tree(fn) -> ast.FunctionDef | None:
+    """The ``def`` of ``fn`` as an AST (``parsed_def`` without the lines)."""
+    parsed = parsed_def(fn)
+    return None if parsed is None else parsed[0]
 
 
 def slots_of(tree: ast.FunctionDef) -> list:

@@ -11,7 +11,7 @@ of their lines looks wrong and what makes it right.
 
 It runs where the learner's code runs, never in the judge: in the learner's kernel (the check
 cell) and in the grading sandbox (the graded cell). It tries its edits on probe cases: the
-public cases and hidden-kind cases drawn from a public seed (``Exercise.probe_cases``), none
+public cases and hidden-kind cases drawn from a public seed (``Exercise.probes``), none
 of them graded, whose expected outputs come with the cases (anyone can compute them).
 A fix found there is run on the graded cases, and the judge names it only if its outputs
 equal the reference's on every graded case: the sandbox cannot make a wrong claim pass, and
@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import inspect
-import textwrap
 import time
 import types
 
@@ -31,7 +29,7 @@ import numpy as np
 
 from autograder.calls import run
 from autograder.contained import Overtime, call_within, in_child
-from autograder.operators import changes, compile_changed, replaced, slots_of
+from autograder.operators import changes, compile_changed, parsed_def, replaced, slots_of
 from autograder.transport import as_outputs, decode_array, encode_array
 
 SEARCH_SECONDS = 3.0  # CPU seconds for the whole search in the graded cell
@@ -40,23 +38,6 @@ MAX_FIXES = 3         # fixes kept (the judge names one only if they agree on th
 MAX_TEXT = 300        # characters of a fix's words or line
 SHORT = 12            # an expression shorter than this is shown with what holds it,
 LONG = 60             # if that is not longer than this
-
-
-def _parsed(fn) -> tuple[ast.FunctionDef, list[str]] | None:
-    """The learner function's ``def`` and its source lines; None for closures, lambdas and
-    functions without source."""
-    if not isinstance(fn, types.FunctionType) or fn.__code__.co_freevars or fn.__name__ == "<lambda>":
-        return None
-    try:
-        source = textwrap.dedent(inspect.getsource(fn))
-        tree = ast.parse(source)
-    except (OSError, TypeError, SyntaxError, IndentationError):
-        return None
-    node = tree.body[0] if len(tree.body) == 1 else None
-    if not isinstance(node, ast.FunctionDef) or node.name != fn.__name__:
-        return None
-    node.decorator_list = []
-    return node, source.splitlines()
 
 
 def learner_functions(namespace: dict, function: str) -> list:
@@ -203,7 +184,7 @@ def _search(namespace: dict, function: str, call: str | None, probes: list, want
     keys = sorted(_keys(probes))
     found = []
     for name, fn in own.items():
-        parsed = _parsed(fn)
+        parsed = parsed_def(fn)
         if parsed is None:
             continue
         tree, lines = parsed

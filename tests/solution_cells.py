@@ -7,7 +7,6 @@ edited one in its place, through ``kernel.run_cases`` and ``judge``, as a graded
 """
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 import linecache
@@ -20,7 +19,6 @@ from autograder.exercises import get
 from autograder.judge import judge
 from autograder.kernel import run_cases
 from autograder.repair import decode_fixes, fixes
-from autograder.transport import as_outputs
 from exercise_bank import TEST_KEY
 
 SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
@@ -99,8 +97,7 @@ def verdict_with(exercise_id: str, source: str | None = None, key: bytes = TEST_
     scope = namespace_with(exercise_id, source)
     cases = ex.public_cases() if public else ex.graded_cases(key)
     results = run_cases(scope, ex.function, ex.call, cases, signature=ex.signature)
-    probes = ex.probe_cases()
-    wants = [as_outputs(ex.reference(**copy.deepcopy(c))) for c in probes]
+    probes, wants = ex.probes()
     found = lambda: decode_fixes(fixes(scope, ex.function, ex.call, probes, wants, cases, ex.rtol, ex.atol),
                                  len(cases))
     return judge(ex, cases, results, public=public, fixes=found)

@@ -5,7 +5,6 @@ import json
 import time
 
 import numpy as np
-import pytest
 
 from autograder import kernel
 from autograder.exercises import get
@@ -31,16 +30,13 @@ def _learner(source: str) -> dict:
     return scope
 
 
-def _probes(ex):
-    probes = ex.probe_cases()
-    return probes, [as_outputs(ex.reference(**copy.deepcopy(c))) for c in probes]
 
 
 def test_a_fix_names_the_learners_line_and_the_judge_confirms_it_on_every_case():
     ex = get("warmup.softmax")
     scope = _learner(SOFTMAX_MIN)
     cases = ex.graded_cases(TEST_KEY)
-    probes, wants = _probes(ex)
+    probes, wants = ex.probes()
     found = fixes(scope, ex.function, ex.call, probes, wants, cases, ex.rtol, ex.atol)
     assert found and found[0]["line"] == "shifted = z - np.min(z, axis=axis, keepdims=True)"
     assert "`np.max(z, axis=axis, keepdims=True)` in place of `np.min(z, axis=axis, keepdims=True)`" \
@@ -59,7 +55,7 @@ def test_a_fix_that_does_not_hold_on_every_graded_case_is_not_named():
     ex = get("warmup.softmax")
     scope = _learner(SOFTMAX_MIN)
     cases = ex.graded_cases(TEST_KEY)
-    probes, wants = _probes(ex)
+    probes, wants = ex.probes()
     found = fixes(scope, ex.function, ex.call, probes, wants, cases, ex.rtol, ex.atol)
     results = kernel.run_cases(scope, ex.function, ex.call, cases)
     forged = copy.deepcopy(found[0])
@@ -96,7 +92,7 @@ def softmax(z, axis=-1):
     e = np.exp(z - np.min(z, axis=axis, keepdims=True))
     return e / np.sum(e, axis=axis, keepdims=True) + 0 * big.sum()
 ''')
-    probes, wants = _probes(ex)
+    probes, wants = ex.probes()
     start = time.monotonic()
     found = fixes(scope, ex.function, ex.call, probes, wants, probes, ex.rtol, ex.atol, budget=1.0, wall=3.0)
     assert time.monotonic() - start < 3.5
@@ -106,7 +102,7 @@ def softmax(z, axis=-1):
 def test_no_search_when_the_probes_pass():
     ex = get("warmup.softmax")
     scope = namespace_with("warmup.softmax")
-    probes, wants = _probes(ex)
+    probes, wants = ex.probes()
     assert fixes(scope, ex.function, ex.call, probes, wants, probes, ex.rtol, ex.atol) == []
 
 
@@ -115,7 +111,7 @@ def test_the_graded_cell_records_fixes_beside_its_outputs(tmp_path, monkeypatch,
     learner's own (a search that fails costs nothing)."""
     ex = get("warmup.softmax")
     cases = ex.graded_cases(TEST_KEY)
-    probes, wants = _probes(ex)
+    probes, wants = ex.probes()
     spec = encode_cases(ex.id, ex.function, ex.call, cases, ex.signature, encode_probes(probes, wants, ex.rtol, ex.atol))
     (tmp_path / f"{ex.id}.json").write_text(json.dumps(spec))
     monkeypatch.setenv(kernel.CASES_ENV, str(tmp_path))
@@ -153,3 +149,21 @@ def test_through_the_real_sandbox_a_fix_is_named_and_the_score_is_the_judges(tmp
         assert f"`{old}` in place of `{new}`" in message
         assert message.split("`")[1] in html.replace("&quot;", '"').replace("&#x27;", "'")
         assert graded.points < graded.max_points
+
+
+def test_the_sandbox_never_holds_the_answer_of_a_graded_case():
+    """The cases file gives the sandbox the answers of the probe cases. Those drawn at random
+    come from a public seed, not the grader's secret; an exercise whose generator draws nothing
+    at random (``causal_mask(T)``) would repeat graded cases among them, and those are left
+    out. A learner's code that looks its inputs up in the probes' answers gains nothing."""
+    from autograder.exercises import all_exercises
+    from autograder.exercise import _key
+    repeated = []
+    for ex in all_exercises():
+        graded = ex.graded_cases(TEST_KEY)
+        every, _ = ex.probes()
+        probes, wants = ex.probes(graded=graded)
+        assert not {_key(c) for c in graded} & {_key(c) for c in probes}, ex.id
+        assert len(probes) == len(wants), ex.id
+        repeated += [ex.id] * (len(every) > len(probes))
+    assert "attention.causal_mask" in repeated  # the test can fail: such exercises exist
