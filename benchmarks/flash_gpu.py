@@ -103,13 +103,19 @@ def _time_ms(fn, *args):
     return start.elapsed_time(end)
 
 
-def _peak_mib(fn, *args):
-    """Memory one call adds at its peak over what was allocated before it, in MiB."""
+def _peak_mib(fn, q, k, v, dout):
+    """Memory one forward + backward of fn adds at its peak, in MiB, the gradients included.
+
+    The timed runs leave their gradients in q.grad, k.grad and v.grad; they are dropped before
+    ``before`` is read, so that they are not counted as allocated already (``_run`` drops them
+    too, which would otherwise hide the new gradients' own memory).
+    """
+    q.grad = k.grad = v.grad = None
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     before = torch.cuda.memory_allocated()
-    fn(*args)
+    _run(fn, q, k, v, dout, True)
     torch.cuda.synchronize()
     return (torch.cuda.max_memory_allocated() - before) / 2**20
 
@@ -155,7 +161,7 @@ def measure(T, d_k, dtype, args):
 
 def _summary(fn, times, reference, q, k, v, dout):
     """Median times, peak memory and max |out - reference| of one path."""
-    peak = _peak_mib(_run, fn, q, k, v, dout, True)
+    peak = _peak_mib(fn, q, k, v, dout)
     with torch.no_grad():
         out = fn(q, k, v).float()
     diff = math.nan if reference is None else (out - reference).abs().max().item()

@@ -155,7 +155,9 @@ def _errors_against_float64(T, d_k, causal, dtype):
     q, k, v, dout = (torch.randn(2, 4, T, d_k, device="cuda", generator=gen) for _ in range(4))
     results = {}
     for name, inputs_dtype in (("ref", torch.float64), ("sdpa", dtype), ("triton", dtype)):
-        leaves = [t.to(inputs_dtype).requires_grad_() for t in (q, k, v)]
+        # copy=True: in float32, .to() would hand back q itself, and the gradients of two paths
+        # would then add up in the same q.grad
+        leaves = [t.to(inputs_dtype, copy=True).requires_grad_() for t in (q, k, v)]
         if name == "triton":
             out = flash_attention_triton(*leaves, causal)
         else:
