@@ -276,7 +276,9 @@ def transformed_output(ex: Exercise, failing: list, k: int) -> str | None:
 
 
 def _reordered(pairs) -> str | None:
-    ndim = min(w.ndim for _, _, w in pairs)
+    # the last two axes only, where there are more: the leading ones are the batch and the heads,
+    # whose first or last index is no boundary (the padded sequence was the last one, say)
+    ndim = min(min(w.ndim for _, _, w in pairs), 2)
     for axis in range(-1, -ndim - 1, -1):
         if all(g.shape == w.shape and w.shape[axis] > 1 and
                _same(np.sort(g, axis=axis), np.sort(w, axis=axis)) for _, g, w in pairs):
@@ -307,7 +309,9 @@ def _axes_swapped(pairs) -> str | None:
 
 
 def _shifted(pairs) -> str | None:
-    ndim = min(w.ndim for _, _, w in pairs)
+    # the last two axes only, where there are more: the leading ones are the batch and the heads,
+    # whose first or last index is no boundary (the padded sequence was the last one, say)
+    ndim = min(min(w.ndim for _, _, w in pairs), 2)
     for axis in range(-1, -ndim - 1, -1):
         for step, words in ((1, "one step late"), (-1, "one step early")):
             def ok(g, w):
@@ -338,7 +342,9 @@ def where_wrong(ex: Exercise, failing: list, k: int) -> str | None:
     masked = _mask_region(pairs, bad)
     if masked:
         return f"{name} is wrong only {masked}; elsewhere it matches."
-    ndim = min(w.ndim for _, _, w in pairs)
+    # the last two axes only, where there are more: the leading ones are the batch and the heads,
+    # whose first or last index is no boundary (the padded sequence was the last one, say)
+    ndim = min(min(w.ndim for _, _, w in pairs), 2)
     for axis in range(-1, -ndim - 1, -1):
         for index, words in ((0, "first"), (-1, "last")):
             def only(b, axis=axis, index=index):

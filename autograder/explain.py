@@ -36,12 +36,20 @@ def _outputs(fn, case) -> tuple | None:
         return None
 
 
+def _kind(a: np.ndarray) -> str:
+    """What an array is, as far as an exercise can promise it: a scalar (any number), a boolean,
+    an integer or another array."""
+    return "scalar" if a.ndim == 0 else "bool" if a.dtype == bool else "int" if a.dtype.kind in "iu" else "other"
+
+
 def _equal(ex: Exercise, got: tuple | None, other: tuple | None) -> bool:
-    """Equal within the exercise's tolerance; ``got`` None (the learner's code raised) is
+    """Equal within the exercise's tolerance and of the same kind (a float mask is not the
+    boolean one: the judge takes points for it); ``got`` None (the learner's code raised) is
     equalled by a mutant that raises too."""
     if got is None or other is None:
         return got is None and other is None
-    return len(other) == len(got) and all(close_per_output(ex, got, other, equal_nan=True))
+    return len(other) == len(got) and all(close_per_output(ex, got, other, equal_nan=True)) and \
+        all(_kind(g) == _kind(o) for g, o in zip(got, other))
 
 
 def _search(ex: Exercise, pairs: list, deadline: float) -> list[int]:

@@ -35,6 +35,8 @@ TORCH_METHODS = {"view": "x.reshape(...)", "unsqueeze": "x[..., None] or np.expa
                  "exp": "np.exp(x)", "softmax": "your own softmax", "matmul": "x @ y",
                  "float": "x.astype(np.float64)", "numpy": "x itself (it is already an array)"}
 TORCH_KEYWORDS = {"dim": "axis", "keepdim": "keepdims"}
+REDUCTION = re.compile(r"\b(sum|mean|max|min|amax|amin|std|var|prod|logsumexp|nansum|nanmean|nanmax|"
+                       r"average|norm)\s*\(")
 
 
 @dataclass
@@ -44,6 +46,17 @@ class Site:
     source: str                # that line, stripped
     expr: str                  # the failing part of the line where Python says, else the line
     values: dict = field(default_factory=dict)  # name -> value, for names in ``expr``
+    above: list = field(default_factory=list)   # the lines of the learner's def before this one
+
+    def made_by_reduction(self, name: str | None) -> bool:
+        """Whether the array ``name`` (None: a part of this line) was made by a sum, mean,
+        max, ... without ``keepdims``: its last assignment above, or this line."""
+        text = self.expr
+        if name is not None:
+            made = [m.group(1) for line in self.above
+                    for m in [re.match(rf"\s*{re.escape(name)}\s*=(?!=)(.*)", line)] if m]
+            text = made[-1] if made else ""
+        return bool(REDUCTION.search(text)) and "keepdims" not in text
 
     def narrower(self) -> bool:
         """Whether ``expr`` is a strict part of the line, not just its right-hand side."""
@@ -132,8 +145,10 @@ def learner_site(err: BaseException) -> Site | None:
     named = next((f[0].f_code for f in reversed(mine)
                   if not f[0].f_code.co_name.startswith("<")
                   and f[0].f_code.co_filename == code.co_filename), None)
+    above = []
     if named is not None and named.co_firstlineno <= lineno:
         where = f"line {lineno - named.co_firstlineno + 1} of your `{named.co_name}`"
+        above = [linecache.getline(code.co_filename, n) for n in range(named.co_firstlineno, lineno)]
     else:
         where = f"line {lineno} of your cell"
     line = linecache.getline(code.co_filename, lineno)
@@ -146,7 +161,7 @@ def learner_site(err: BaseException) -> Site | None:
                 if value is None or type(value) in (np.ndarray, tuple):  # no learner subclass:
                     values[name] = value                                # its code is not run here
                 break
-    return Site(where, _without_comment(line), expr, values)
+    return Site(where, _without_comment(line), expr, values, above)
 
 
 def _without_comment(line: str) -> str:
@@ -188,10 +203,14 @@ def _broadcast(err, msg, site, function, signature):
         axis = _removed_axis(big, small)
         if axis is not None:
             kept = big[:axis] + (1,) + big[axis + 1:]
-            name = next((f"`{k}` {fmt(small)}" for k, v in (site.arrays() if site else {}).items()
-                         if v.shape == small), fmt(small))
-            return short, (f"{name} looks like {fmt(big)} reduced over axis {axis - len(big)}: "
-                           f"pass `keepdims=True` to that sum/mean/max to keep shape {fmt(kept)}")
+            named = next((k for k, v in (site.arrays() if site else {}).items() if v.shape == small), None)
+            name = f"`{named}` {fmt(small)}" if named else fmt(small)
+            if site is not None and site.made_by_reduction(named):
+                return short, (f"{name} looks like {fmt(big)} reduced over axis {axis - len(big)}: "
+                               f"pass `keepdims=True` to that sum/mean/max to keep shape {fmt(kept)}")
+            return short, (f"{name} lacks axis {axis - len(big)} of {fmt(big)}, or has another axis "
+                           "in its place: check which axis each slice, index or reduction that "
+                           "made it takes")
     for a, b in itertools.combinations(shapes, 2):
         if len(a) == len(b) >= 2 and a != b and a[:-2] == b[:-2] and a[-2:] == b[-2:][::-1]:
             return short, (_transpose_hint(site)

@@ -155,12 +155,18 @@ GLOSSARY = {"B", "T", "T_q", "T_k", "d_model", "n_heads", "d_k", "d_v", "d_ff", 
             "block_q", "block_k", "m", "l", "lse"}  # course_lib/README.md's glossary
 
 
+def _parameters(ex: Exercise) -> set[str]:
+    """The names of the exercise's parameters, from its signature."""
+    head = ex.signature.partition("->")[0]
+    inside = head[head.find("(") + 1:head.rfind(")")]
+    return {part.split("=")[0].strip(" *") for part in inside.split(",")} - {""}
+
+
 def _public_names(ex: Exercise) -> set[str]:
     """Names the learner's code shares with the reference: the signature's, the outputs' and
     the course glossary's."""
-    head, _, tail = ex.signature.partition("->")
-    inside = head[head.find("(") + 1:head.rfind(")")]
-    words = {part.split("=")[0].strip(" *") for part in inside.split(",")}
+    tail = ex.signature.partition("->")[2]
+    words = _parameters(ex)
     returned = tail.split("(")[1].split(")")[0] if tail.strip().startswith("(") else tail.split("(")[0]
     words |= {w.strip() for w in returned.split(",")}
     return {w for w in words if w.isidentifier()} | set(ex.output_names) | GLOSSARY
@@ -194,11 +200,13 @@ def mutants_by(ex: Exercise, deadline: float) -> tuple[Mutant, ...] | None:
 def _made_stream(ex: Exercise):
     """The mutants of ``ex`` one by one, in a fixed order."""
     seen = {}
-    public = _public_names(ex)
+    public, parameters = _public_names(ex), _parameters(ex)
     for host in hosts(ex.reference, ex.helpers):
         tree = source_tree(host)
         slots, nodes = slots_of(tree), list(ast.walk(tree))
         for site in changes(tree, public)[:MAX_PER_HOST]:
+            if site.family == "parameter" and nodes[site.index].id not in parameters:
+                continue  # a helper's switch the exercise never passes: not the text's promise
             try:
                 fn = _rebuild(ex.reference, host, compile_changed(host, tree, slots, site), {})
             except Exception:  # a change that does not compile (a constant in a slice step, ...)

@@ -12,7 +12,9 @@ swapped), variable (one name for another), bound (a loop or slice bound off by o
 shifted, a range counted from 1), term (a term or factor dropped), sign, constant, function
 (max/min, sum/mean, exp/exp2, ...), compare (< / <=), brackets (operator precedence, a
 misplaced closing bracket), statement (a line dropped, moved into or out of a loop, an update
-overwritten), copy (an update in place: a ``.copy()`` dropped).
+overwritten), copy (an update in place: a ``.copy()`` dropped); and the contract the exercise's
+text states: parameter (one ignored, its default used), dtype (a ``dtype=`` left out), tuple
+(an item of the returned tuple dropped).
 """
 from __future__ import annotations
 
@@ -124,6 +126,7 @@ def changes(tree: ast.FunctionDef, public: set[str], repair: bool = False, keys=
              for t in ast.walk(n.target if not isinstance(n, ast.Assign) else ast.Tuple(n.targets))
              if isinstance(t, ast.Name)}
     variables = sorted(set(params) | local)
+    defaults = _defaults(tree)
     parents = {id(child): parent for parent in nodes for child in ast.iter_child_nodes(parent)}
     sites = []
 
@@ -297,6 +300,8 @@ def changes(tree: ast.FunctionDef, public: set[str], repair: bool = False, keys=
                         node, ast.Name(other, ast.Load()), parents, public | {other}) or (
                         f"`{other}` is used where `{node.id}` belongs" if node.id in public and other in public
                         else "one variable is used where another belongs"))
+        if not repair:  # the learner's own code is not held to the reference's signature
+            sites += _contract_changes(node, index, defaults)
         if isinstance(node, (ast.FunctionDef, ast.For, ast.If, ast.With)):
             sites += _statement_changes(node, index, nodes)
     if repair:  # a term added: the least likely and the most numerous, made while tried, last
@@ -317,6 +322,50 @@ _CMP_MORE = {ast.Gt: (ast.NotEq,), ast.Lt: (ast.NotEq,), ast.GtE: (ast.NotEq,), 
 _NOT_DROPPED = ("range", "len", "enumerate", "zip", "list", "tuple", "dict", "set", "sorted", "reversed",
                 "print", "isinstance", "int", "float", "bool", "str", "min", "max", "sum", "abs", "round",
                 "super", "type", "iter", "next", "map", "filter")
+
+
+def _defaults(tree: ast.FunctionDef) -> dict:
+    """Parameter -> its default (a constant, a negated constant or None) from the signature."""
+    args = tree.args
+    pairs = list(zip(args.args[len(args.args) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return {a.arg: d for a, d in pairs if isinstance(d, ast.Constant) or isinstance(d, ast.UnaryOp)
+            and isinstance(d.operand, ast.Constant)}
+
+
+_PROMISED_KINDS = ("bool", "int", "int8", "int16", "int32", "int64", "intp", "uint8")  # not float:
+# numpy's default already, as every float of the course is float64
+
+
+def _contract_changes(node, index, defaults) -> list[Site]:
+    """What an exercise's text promises, broken once: a parameter ignored (its default used
+    whatever the caller passes), a ``dtype=`` left out, an item of the returned tuple dropped."""
+    sites = []
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in defaults:
+        default = defaults[node.id]
+        words = (f"the parameter `{node.id}` is ignored (the code acts as if none were passed)"
+                 if isinstance(default, ast.Constant) and default.value is None else
+                 f"the parameter `{node.id}` is ignored (the code uses its default, "
+                 f"{ast.unparse(default)}, whatever is passed)")
+        sites.append(Site(index[id(node)], copy.deepcopy(default), "parameter", words))
+    elif isinstance(node, ast.Call) and _keyword(node, "dtype") is not None and \
+            ast.unparse(_keyword(node, "dtype").value).split(".")[-1].rstrip("_") in _PROMISED_KINDS:
+        dtype = _keyword(node, "dtype")
+        new = copy.deepcopy(node)
+        new.keywords = [k for k in new.keywords if k.arg != "dtype"]
+        sites.append(Site(index[id(node)], new, "dtype",
+                          f"`dtype={ast.unparse(dtype.value)}` is left out, so numpy picks the type"))
+    elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and len(node.value.elts) >= 2 \
+            and not any(isinstance(e, ast.Starred) for e in node.value.elts):
+        elts = node.value.elts
+        for i, elt in enumerate(elts):
+            rest = [copy.deepcopy(e) for j, e in enumerate(elts) if j != i]
+            new = rest[0] if len(rest) == 1 else ast.Tuple(rest, ast.Load())
+            words = (f"only `{ast.unparse(rest[0])}` is returned, not the tuple "
+                     f"({', '.join(ast.unparse(e) for e in elts)})" if len(rest) == 1 else
+                     f"the returned tuple leaves out its item {i + 1}, `{ast.unparse(elt)}`")
+            sites.append(Site(index[id(node.value)], new, "tuple", words))
+    return sites
 
 
 def _added_terms(tree, nodes, index, params, variables, parents):

@@ -141,6 +141,12 @@ def _tidy(code: str) -> str:
         return code
 
 
+def _bare(node, parent) -> bool:
+    """Whether ``node`` is the index of a subscript, which reads as code only with its brackets
+    (``(:, None)`` is not Python; ``x[:, None]`` is)."""
+    return isinstance(parent, ast.Subscript) and parent.slice is node
+
+
 def _describe(site, nodes, parents, lines, host: str, main: str) -> tuple[str, str] | None:
     """(the learner's line, what to change in it) for ``site``; None when it cannot be said
     shortly."""
@@ -154,8 +160,9 @@ def _describe(site, nodes, parents, lines, host: str, main: str) -> tuple[str, s
         what = "without this line" if not place else f"with this line {place}" if place != "elsewhere" else None
         return (line, what + where) if what else None
     node = context = nodes[site.index]
-    while len(ast.unparse(context)) < SHORT and isinstance(parents.get(id(context)), ast.expr) \
-            and len(ast.unparse(parents[id(context)])) <= LONG:
+    while isinstance(parents.get(id(context)), ast.expr) and (
+            _bare(context, parents[id(context)]) or len(ast.unparse(context)) < SHORT
+            and len(ast.unparse(parents[id(context)])) <= LONG):
         context = parents[id(context)]  # `x` alone says too little: `x + attn` says where
     before, after = ast.unparse(context), _tidy(replaced(context, node, site.new))
     if len(before) > LONG or len(after) > LONG:  # a wrapper dropped or added: the rest as `…`

@@ -83,7 +83,7 @@ N01 = [
     Bug("lm.roll_die", "weights normalised by the sum over the whole batch",
         "np.sum(weights, axis=-1, keepdims=True)", "np.sum(weights)", ("axis", "whole", "batch")),
     Bug("lm.roll_die", "no clamp to the last face: a cdf that rounds below 1 gives face vocab_size "
-        "(kept full marks at the time of writing)",
+        "(kept full marks until a case put u just below 1)",
         "np.minimum(faces, weights.shape[-1] - 1)", "faces", ("last face", "minimum", "vocab_size")),
     Bug("lm.perplexity", "(bpc, ppl) returned in the wrong order",
         "np.exp(nll), nll / np.log(2)", "nll / np.log(2), np.exp(nll)", ("order", "swapped")),

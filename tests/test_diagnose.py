@@ -71,3 +71,21 @@ def test_every_modelled_mistake_of_the_registry_loses_points_and_is_named():
             assert verdict.points < verdict.max_points and name in " ".join(verdict.messages), \
                 (exercise_id, name, verdict.messages)
     assert seen == len(modelled) > 100
+
+
+def test_no_boundary_is_claimed_on_the_batch_axis():
+    """Errors only in the last sequence of the batch (the one with padding, say) are not told
+    "wrong only at the last index of axis -4": the batch has no boundary to handle. The same
+    errors at the last query position of every sequence are."""
+    from autograder.diagnose import where_wrong
+    ex = get("encdec.masks")
+    case = ex.public_cases()[0]
+    want = ex.reference(**case)
+    assert want[2].shape[0] >= 2 and want[2].shape[2] >= 4
+    bad_batch = want[2].copy()
+    bad_batch[-1, 0, 1:3, 0:2] = ~bad_batch[-1, 0, 1:3, 0:2]  # inside the last sequence's mask
+    assert where_wrong(ex, [(case, (want[0], want[1], bad_batch), want)], 2) is None
+    bad_query = want[2].copy()
+    bad_query[:, :, -1, 0:2] = ~bad_query[:, :, -1, 0:2]
+    said = where_wrong(ex, [(case, (want[0], want[1], bad_query), want)], 2)
+    assert said is not None and "last index of axis -2" in said

@@ -61,6 +61,26 @@ def test_reduction_without_keepdims_names_the_axis_and_the_line():
     assert "keepdims=True" in text and "(2,3,1)" in text
 
 
+def test_a_slice_of_the_wrong_length_is_not_told_keepdims():
+    """P[:len(ids)] takes B rows where T belong: (B, d) against (B, T, d) looks like a reduction
+    over T, but no sum/mean/max made it, so the hint names the axis and claims no fix."""
+    source = """
+    def embed(ids, W_E, P):
+        return W_E[ids] + P[:len(ids)]
+    """
+    text = hint_for(source, "embed", ids=rng.integers(0, 6, size=(2, 5)), W_E=rng.normal(size=(6, 4)),
+                    P=rng.normal(size=(8, 4)))
+    assert "(2,4) lacks axis -2 of (2,5,4)" in text and "keepdims" not in text
+    named = """
+    def embed(ids, W_E, P):
+        pos = P[:len(ids)]
+        return W_E[ids] + pos
+    """
+    text = hint_for(named, "embed", ids=rng.integers(0, 6, size=(2, 5)), W_E=rng.normal(size=(6, 4)),
+                    P=rng.normal(size=(8, 4)))
+    assert "`pos` (2,4) lacks axis -2" in text and "keepdims" not in text
+
+
 def test_reduction_over_a_middle_axis():
     source = """
     def center_over_time(x):

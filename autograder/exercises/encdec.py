@@ -562,6 +562,8 @@ def _decode_case(rng, V, max_len, bos=1, eos=2, how="random", **search):
     logp = _table(rng, V, max_len, eos, end)
     if how == "myopic":
         logp = _myopic(rng, logp, bos, eos)
+    if bos != 1:  # code that starts from 1 whatever bos is passed picks another first token
+        logp[0, 1] = np.roll(logp[0, bos], 1)
     return {"logp": logp, "bos": bos, "eos": eos, "max_len": max_len, **search}
 
 
@@ -804,9 +806,14 @@ _FOUR_D = "the heads are 4-D here, (B, n_heads, T, d_k): axis 2 is axis -2, x.sh
 _SELF = "the encoder's self-attention: mha_forward gets the same h as x_q and as x_kv"
 HEADS_EQUIVALENT = {m: _FOUR_D for m in ("attention_forward: -2 -> 2", "merge_heads: -2 -> 2",
                                           "merge_heads: -2 -> 2 #2", "split_heads: -2 -> 2")}
+_PY_INTS = "numpy makes an int64 array of a list of Python ints without dtype= too; only an empty list "
 EQUIVALENT = {
-    "bpe_merges": {"_as_dict: int(c) -> c": _NP_INT, "_as_dict: int(t) -> t": _NP_INT},
-    "bpe_encode": {"bpe_encode: int(t) -> t": _NP_INT},
+    "bpe_merges": {"_as_dict: int(c) -> c": _NP_INT, "_as_dict: int(t) -> t": _NP_INT,
+                   "_as_merges: np.array(pairs, dtype=np.int64) -> np.array(pairs)":
+                       _PY_INTS + "would differ, and every case learns at least one merge"},
+    "bpe_encode": {"bpe_encode: int(t) -> t": _NP_INT,
+                   "bpe_encode: np.array(word, dtype=np.int64) -> np.array(word)":
+                       _PY_INTS + "would differ, and every case has at least one id"},
     "masks": {
         "attention_masks: padding_keys(src, pad_id) -> padding_keys(pad_id, src)":
             "padding_keys computes ids != pad_id, and != is symmetric",
@@ -824,8 +831,12 @@ EQUIVALENT = {
         "np.argmax(next_log_probs(np.array([tokens]))[0])":
             "an np.int64 token in the list gives the same prefixes, comparison with eos and result",
         "greedy_decode: 0 -> -1": "greedy passes one prefix: next_log_probs returns one row, row 0 "
-                                  "is row -1"},
+                                  "is row -1",
+        "greedy_decode: np.array(tokens[1:], dtype=np.int64) -> np.array(tokens[1:])":
+            _PY_INTS + "would differ, and max_len >= 1 in every case, so a token always comes"},
     "beam_search": {
+        "beam_search: np.full((1, 1), bos, dtype=np.int64) -> np.full((1, 1), bos)":
+            "bos is a Python int, so np.full makes an int64 array without dtype= too",
         "beam_search: int(np.argmax(normalised)) -> np.argmax(normalised)":
             "an np.intp index picks the same entry of the pool list",
         "beam_search: np.concatenate([beams[beam], token[:, None]], axis=1) -> "

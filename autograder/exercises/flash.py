@@ -398,6 +398,8 @@ _SWAPPED_MASK = ("_mask_tile(S, q0, T_q, k0, T_k, causal) keeps T_q + c <= q0 + 
                  "the right mask's k0 + c <= q0 + r + T_k - T_q rearranged (exact in integers)")
 FORWARD_EQUIVALENT = {
     **_TILE_EQUIVALENT,
+    "flash_forward: causal -> False": "the key loop then visits the blocks wholly in the future "
+        "too, and _mask_tile sets every score there to -inf: they add exactly nothing",
     "_forward_reference: block_q -> block_k":
         "out and lse do not depend on the tile sizes (rounding only): any blocks give softmax(S) V",
     "_forward_reference: block_k -> block_q":

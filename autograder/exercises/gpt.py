@@ -107,8 +107,10 @@ def _block_dims(c):
 _SQUARE = "the block's mask is causal_mask(T) with one argument: T_q and T_k are the same number"
 _SELF = "self-attention: mha_forward gets the same h as x_q and as x_kv"
 _FOUR_D = "the heads are 4-D here, (B, n_heads, T, d_k): axis 2 is axis -2, x.shape[:2] is x.shape[:-2]"
-CAUSAL_EQUIVALENT = {f"causal_mask: {m}": _SQUARE for m in (
-    "T_k - T_q -> T_q - T_k", "T_q -> T_k #2", "T_k -> T_q #3", "T_k -> T_q #4", "T_q -> T_k #3")}
+CAUSAL_EQUIVALENT = {**{f"causal_mask: {m}": _SQUARE for m in (
+    "T_k - T_q -> T_q - T_k", "T_q -> T_k #2", "T_k -> T_q #3", "T_k -> T_q #4", "T_q -> T_k #3")},
+    "causal_mask: np.ones((T_q, T_k), dtype=bool) -> np.ones((T_q, T_k))":
+        "the block uses the mask only as np.where's condition, where 1.0 and True choose alike"}
 SELF_EQUIVALENT = {f"mha_forward: {m}": _SELF for m in ("x_q -> x_kv", "x_kv -> x_q", "x_kv -> x_q #2")}
 HEADS_EQUIVALENT = {m: _FOUR_D for m in ("attention_forward: -2 -> 2", "merge_heads: -2 -> 2",
                                           "merge_heads: -2 -> 2 #2", "split_heads: -2 -> 2")}
@@ -359,8 +361,8 @@ PROBS_EQUIVALENT = {
     _P + "np.sort(probs, axis=-1) -> np.sort(probs)": _DEFAULT_AXIS,
     # softmax's own reductions: next_token_probs calls it once, with axis=-1 on (B, V) logits
     **{f"softmax: np.{f}({v}, axis=axis, keepdims=True) -> np.{f}({v}, keepdims=True, "
-       f"axis={a})": f"softmax is only called with axis=-1, on 2-D (B, V) logits: axis -1 and "
-       f"axis 1 are `axis` there" for f, v in (("max", "z"), ("sum", "e")) for a in ("-1", "1")},
+       f"axis={a})": "softmax is only called with axis=-1, on 2-D (B, V) logits: axis -1 and "
+       "axis 1 are `axis` there" for f, v in (("max", "z"), ("sum", "e")) for a in ("-1", "1")},
     "softmax: a line that updates `z` is missing": "z = np.asarray(z) on logits / temperature, "
         "already an array",
     "softmax: a line that updates `m` is missing": "np.where(np.isfinite(m), m, 0.0) changes m "

@@ -107,15 +107,24 @@ PROBS_MISTAKES = [
 
 
 # --------------------------------------------------------------------------- weighted die
+_U_LAST = np.nextafter(1.0, 0.0)  # the largest u below 1
+
+
+def _near_one(rng, rows):
+    """Ten faces of weight 0.1 (their cumulative sum ends at 0.9999999999999999, below 1) and u
+    just below 1: a cdf compared with u gives face 10 unless the face is kept below vocab_size."""
+    return dict(weights=np.full((rows, 10), 0.1), u=np.r_[_U_LAST, rng.random(rows - 1)])
+
+
 def _die_cases(rng, hidden):
     if not hidden:
         return [dict(weights=rng.integers(0, 5, size=(6, 4)).astype(float) + 0.5,
                      u=rng.random(6)),
                 dict(weights=np.array([[0.0, 0, 2, 1], [1, 0, 1, 2], [3, 1, 0, 0]]),
                      u=np.array([0.0, 0.25, 0.5])),
-                dict(weights=rng.random((2, 1)) + 0.5, u=rng.random(2))]
+                dict(weights=rng.random((2, 1)) + 0.5, u=rng.random(2)), _near_one(rng, 1)]
     probs = rng.random((10, 8)) ** 3
-    return [dict(weights=probs / probs.sum(1, keepdims=True), u=rng.random(10)),
+    return [_near_one(rng, 3), dict(weights=probs / probs.sum(1, keepdims=True), u=rng.random(10)),
             dict(weights=np.array([[1.0]]), u=np.array([0.7])),
             dict(weights=np.array([[0.0, 0, 0, 4], [2, 0, 0, 2], [0, 1, 0, 1]]),
                  u=np.array([0.0, 0.5, 0.5])),
@@ -315,7 +324,6 @@ def _lstm_cases(rng, hidden):
 
 def _lstm(x, h_prev, c_prev, W, b, gate=sigmoid, cand=np.tanh, swap_if=False, out_tanh=True,
           x_first=False, order="ifog"):
-    H = h_prev.shape[1]
     z = np.concatenate([x, h_prev] if x_first else [h_prev, x], axis=1) @ W + b
     parts = dict(zip(order, np.split(z, 4, axis=1)))
     i, f, o, g = gate(parts["i"]), gate(parts["f"]), gate(parts["o"]), cand(parts["g"])
@@ -406,7 +414,9 @@ EXERCISES = [
                      "would differ there too)"},
              features=shape_features(**{
                  "faces of weight zero": lambda c: (c["weights"] == 0).any(),
-                 "a die with one face": lambda c: c["weights"].shape[-1] == 1})),
+                 "a die with one face": lambda c: c["weights"].shape[-1] == 1,
+                 "u just below 1, where a cumulative probability can round below 1 (the face "
+                 "must stay below vocab_size)": lambda c: (np.asarray(c["u"]) == _U_LAST).any()})),
     Exercise("lm.perplexity", "perplexity", "perplexity(probs, targets) -> (ppl, bpc)",
              _ppl_cases, perplexity, mistakes=PPL_MISTAKES, forbidden=NO_LIBRARY,
              output_names=("ppl", "bpc"),
