@@ -18,7 +18,7 @@ import numpy as np
 
 NONFINITE_COLOR = "#ff00ff"  # magenta: NaN or inf, outside every colour map used here
 MARK_COLOR = "black"         # the dot on a cell beyond tolerance
-MASKED_FALLBACK = "#b0b0b0"  # course_lib.viz.MASKED_COLOR, when course_lib is not importable
+MASKED_FALLBACK = "#b0b0b0"  # course_lib.style.MASKED_COLOR, when course_lib is not importable
 
 # rows, columns of a 2-D slice, for outputs the course glossary (course_lib/README.md) names
 _QUERIES_KEYS = ("T_q (queries)", "T_k (keys)")
@@ -44,7 +44,7 @@ def axis_names_for(name: str, exercise_id: str | None = None) -> tuple[str, str]
 
 def _masked_color() -> str:
     try:
-        from course_lib.viz import MASKED_COLOR
+        from course_lib.style import MASKED_COLOR
         return MASKED_COLOR
     except Exception:  # course_lib absent or its import fails: the same grey, stated here
         return MASKED_FALLBACK

@@ -13,7 +13,7 @@ import argparse
 
 import torch
 
-from course_lib.attention import backward_timings
+from course_lib.timing import backward_timings
 
 
 def main(argv=None):

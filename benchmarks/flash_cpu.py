@@ -1,7 +1,7 @@
 """Tiled attention (FlashAttention) on the CPU vs the textbook, autograd and SDPA paths.
 
 Forward + backward of causal attention on random (batch*heads, T, d_k) float32 inputs, the
-four paths taking turns in one process (``course_lib.flash.cpu_timings``). Prints the
+four paths taking turns in one process (``course_lib.timing.cpu_timings``). Prints the
 times, the speed-ups of the course's fastest path (the tiled one, or the textbook
 ``attention_torch`` where that is faster) over torch autograd and over
 ``F.scaled_dot_product_attention``, the peak memory of every path, and whether the goals
@@ -18,7 +18,7 @@ import os
 
 import torch
 
-from course_lib.flash import cpu_timings
+from course_lib.timing import cpu_timings
 
 GOAL_FROM_T, GOAL_VS_AUTOGRAD, GOAL_VS_SDPA, LINEAR_SLACK = 1024, 1.2, 1.0, 1.1
 PATHS = ("textbook", "autograd", "tiled", "sdpa")

@@ -184,32 +184,3 @@ def beam_search(model, src: torch.Tensor, beam_size: int = 4, max_len: int = 32,
     model.train(was_training)
     lengths = (best_seq != PAD).sum(dim=1)
     return best_seq[:, : max(int(lengths.max()), 1)], best
-
-
-def cache_timings(model, lengths, batch_size: int = 1, seed: int = 0) -> list[dict]:
-    """Seconds to generate each of ``lengths`` tokens greedily from one random token, with
-    and without the KV cache, side by side (the two take turns, so a burst of load on the
-    machine hits both). Checks that both produce the same tokens.
-
-    Returns one dict per length: {"length", "no_cache", "cache", "ratio"} (ratio = no_cache /
-    cache: how many times faster the cache is). Needs ``model.block_size >= max(lengths) + 1``.
-    """
-    import time
-
-    from course_lib.runmode import progress
-
-    device = next(model.parameters()).device
-    gen = torch.Generator().manual_seed(seed)
-    rows = []
-    for length in progress(lengths, desc="generated lengths"):
-        start_ids = torch.randint(0, model.cfg.vocab_size, (batch_size, 1), generator=gen).to(device)
-        seconds, outputs = {}, {}
-        for use_cache in (False, True):
-            start = time.perf_counter()
-            outputs[use_cache] = sample(model, start_ids, length, temperature=0, use_cache=use_cache)
-            seconds[use_cache] = time.perf_counter() - start
-        if not torch.equal(outputs[False], outputs[True]):
-            raise AssertionError("cached and uncached generation disagree")
-        rows.append({"length": length, "no_cache": seconds[False], "cache": seconds[True],
-                     "ratio": seconds[False] / seconds[True]})
-    return rows

@@ -10,8 +10,7 @@ import numpy as np
 from matplotlib.patches import Rectangle
 
 from course_lib.attention import causal_mask, mha_forward
-
-MASKED_COLOR = "#b0b0b0"  # grey + hatching: not allowed to attend (weight 0 by construction)
+from course_lib.style import MASKED_COLOR
 
 
 def plot_attention(A, query_tokens, key_tokens, ax=None, title=None, highlight=None, mask=None,

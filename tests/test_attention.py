@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from course_lib import attention as att
+from course_lib import timing
 from course_lib.gradcheck import numerical_gradient, rel_error
 
 TOL = 1e-7  # central differences in float64 agree to about 1e-9
@@ -211,7 +212,7 @@ def test_torch_path_runs_on_cuda(rng):
 
 
 def test_backward_timings_reports_both_paths():
-    rows = att.backward_timings([8, 16], batch_heads=2, d_k=4, repeats=1)
+    rows = timing.backward_timings([8, 16], batch_heads=2, d_k=4, repeats=1)
     assert [r["T"] for r in rows] == [8, 16]
     for r in rows:
         assert r["manual"] > 0 and r["autograd"] > 0

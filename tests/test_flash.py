@@ -11,6 +11,7 @@ from course_lib import generate as gen
 from course_lib import transformer as tf
 from course_lib.flash import reference as ref
 from course_lib.flash.cpu import tiled_attention, tiled_backward, tiled_forward
+from course_lib import timing
 from course_lib.gradcheck import numerical_gradient, rel_error
 from course_lib.softmax import softmax
 
@@ -264,16 +265,16 @@ def test_flash_models_refuse_to_plot_weights_they_never_formed():
 
 # ----------------------------------------------------------------------------- measuring
 def test_peak_memory_sees_a_temporary_and_grows_with_T():
-    assert flash.peak_memory(lambda: torch.empty(1000, 250).sum()) >= 1_000_000
+    assert timing.peak_memory(lambda: torch.empty(1000, 250).sum()) >= 1_000_000
     peaks = []
     for T in (256, 1024):
         q, k, v = (torch.randn(4, T, 16, requires_grad=True) for _ in range(3))
-        peaks.append(flash.peak_memory(lambda: tiled_attention(q, k, v, True).sum().backward()))
+        peaks.append(timing.peak_memory(lambda: tiled_attention(q, k, v, True).sum().backward()))
     assert 0 < peaks[0] < peaks[1]
 
 
 def test_cpu_timings_rows():
-    rows = flash.cpu_timings([16, 32], batch_heads=2, d_k=4, repeats=1)
+    rows = timing.cpu_timings([16, 32], batch_heads=2, d_k=4, repeats=1)
     assert [r["T"] for r in rows] == [16, 32]
     for r in rows:
         for name in ("textbook", "autograd", "tiled", "sdpa"):

@@ -7,7 +7,7 @@ from torch.nn import functional as F
 
 from course_lib import attention
 from course_lib import generate as gen
-from course_lib import layernorm
+from course_lib import layernorm, timing
 from course_lib import transformer as tf
 
 
@@ -123,7 +123,7 @@ def test_top_k_and_top_p_keep_the_right_tokens():
 
 def test_cache_timings_compare_equal_outputs():
     model = _model(block_size=20).float()
-    rows = gen.cache_timings(model, [4, 12])
+    rows = timing.cache_timings(model, [4, 12])
     assert [r["length"] for r in rows] == [4, 12]
     assert all(r["no_cache"] > 0 and r["cache"] > 0 and r["ratio"] == r["no_cache"] / r["cache"]
                for r in rows)

@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from course_lib.viz import MASKED_COLOR
+from course_lib.style import MASKED_COLOR
 
 MAX_TICKS = 48  # more tokens than this: label every n-th position only
 TILE = 48  # pixels per layer/head heatmap in the model view

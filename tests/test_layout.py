@@ -1,0 +1,94 @@
+"""The layout holds: no circle among the imports of ``course_lib``, imports inside functions
+included (one module per concept, each above the modules it builds on).
+
+The graph is read from the source with ``ast``: ``import course_lib.x``, ``from course_lib import
+x`` and ``from course_lib.x import y`` each draw an arrow to the module named, and to the
+packages above it, whose ``__init__`` Python runs first.
+"""
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _module_of(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules(package: str) -> dict[str, Path]:
+    return {_module_of(p): p for p in (ROOT / package).rglob("*.py")}
+
+
+def _resolve(name: str, modules: dict) -> str | None:
+    """The longest prefix of the dotted ``name`` that is one of ``modules``."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in modules:
+            return candidate
+    return None
+
+
+def import_graph(package: str) -> dict[str, set[str]]:
+    """module -> the modules of ``package`` it imports (at the top or inside a function)."""
+    modules = _modules(package)
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                named = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                named = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                continue
+            for n in named:
+                target = _resolve(n, modules)
+                while target and target != package:  # the packages above run first
+                    targets.add(target)
+                    target = target.rpartition(".")[0]
+        graph[name] = targets - {name} - {n for n in targets if name.startswith(n + ".")}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_course_lib_has_no_import_circle():
+    graph = import_graph("course_lib")
+    assert "course_lib.attention" in graph and "course_lib.flash" in graph["course_lib.attention"]
+    assert not circles(graph), circles(graph)
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
