@@ -27,11 +27,12 @@ from queue import Queue
 from tqdm import tqdm
 
 # Light imports only: the workers start before nbgrader and nbconvert are imported here.
-from autograder.gradebook_io import (Journal, course_config, place_submission, quick_alembic_head,
-                                     record)
+from autograder.gradebook_io import Journal, course_config, place_submission, record
+from autograder.jobs import Outcome, Task, job_digest
 from autograder.paths import REPO, SOLUTIONS
 from autograder.sandbox import isolation
-from autograder.worker import GradingProcess, Outcome, Task, job_digest
+from autograder.startup import quick_alembic_head
+from autograder.worker import GradingProcess
 
 TIME_LIMIT = 180.0  # seconds per submission: kernel start, every cell, judge and feedback
 
@@ -257,7 +258,7 @@ def _ensure_assignment(course_root: Path, assignment: str, config) -> None:
     from nbgrader.api import Gradebook, MissingEntry
     from nbgrader.apps import NbGraderAPI
 
-    from autograder.grading import _run
+    from autograder.grading import require_success
 
     db = course_root / "gradebook.db"
     if db.exists():
@@ -267,7 +268,7 @@ def _ensure_assignment(course_root: Path, assignment: str, config) -> None:
                     return
             except MissingEntry:
                 pass
-    _run(NbGraderAPI(config=config).generate_assignment(assignment), f"generate_assignment {assignment}")
+    require_success(NbGraderAPI(config=config).generate_assignment(assignment), f"generate_assignment {assignment}")
 
 
 def export_csv(course_root: Path, csv_path: Path) -> Path:

@@ -11,16 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
-import warnings
 from pathlib import Path
 
-
-def _quiet() -> None:
-    """nbgrader's gradebook and the kernel manager warn about internals no user can act on."""
-    warnings.filterwarnings("ignore")
-    logging.getLogger("traitlets").setLevel(logging.ERROR)
+from autograder.startup import quiet, skip_slow_imports
 
 
 def cmd_generate(args) -> int:
@@ -86,7 +80,6 @@ def cmd_grade(args) -> int:
 
     from autograder.classroom import export_csv, grade_submissions  # light: the workers start first
     from autograder.sandbox import ISOLATION_ENV, SandboxUnavailable
-    from autograder.worker import skip_slow_imports
 
     skip_slow_imports()
 
@@ -164,7 +157,7 @@ def main(argv=None) -> int:
     p.set_defaults(func=cmd_grade)
 
     args = parser.parse_args(argv)
-    _quiet()
+    quiet()
     return args.func(args)
 
 

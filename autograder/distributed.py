@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import threading
 
-from autograder.worker import GradingProcess, Outcome, Task
+from autograder.jobs import Outcome, Task
+from autograder.worker import GradingProcess
 
 _local = threading.local()
 

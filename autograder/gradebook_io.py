@@ -1,7 +1,7 @@
 """Where a graded class is kept: a journal of outcomes, then nbgrader's course directory.
 
 Only the instructor's process writes here; workers, local or on a Dask cluster, send their
-``Outcome`` back (``worker.py``). For each submission, in this order:
+``Outcome`` back (``jobs.py``, ``worker.py``). For each submission, in this order:
 
 1. ``Journal.save``: the outcome, whole, in ``.autograder/journal/<assignment>/<student>.json``
    (written beside, synced, then renamed: a file is there complete or not at all);
@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from autograder.worker import Outcome
+from autograder.jobs import Outcome
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:
@@ -78,37 +78,6 @@ class Journal:
 
     def log(self) -> Path:
         return self.folder / "workers.log"
-
-
-def quick_alembic_head() -> None:
-    """Stamp new gradebooks without running the ``alembic`` command.
-
-    nbgrader starts ``alembic heads`` (a Python process: 3 s here) each time it creates a
-    gradebook, only to learn the newest revision of its own migration scripts; every
-    worker's scratch course and every new course would pay it. The scripts name it plainly.
-    """
-    import re
-
-    import nbgrader.api
-    from nbgrader.dbutil import ALEMBIC_DIR
-
-    if getattr(nbgrader.api.get_alembic_version, "quick", False):
-        return
-    revisions, parents = set(), set()
-    for script in (Path(ALEMBIC_DIR) / "versions").glob("*.py"):
-        text = script.read_text()
-        revisions.update(re.findall(r"^revision = '(\w+)'", text, re.M))
-        parents.update(re.findall(r"^down_revision = '(\w+)'", text, re.M))
-    heads = revisions - parents
-    if len(heads) != 1:  # not the layout we know: let nbgrader ask alembic
-        return
-    head = heads.pop()
-
-    def get_alembic_version() -> str:
-        return head
-
-    get_alembic_version.quick = True
-    nbgrader.api.get_alembic_version = get_alembic_version
 
 
 def course_config(course_root: Path):

@@ -20,9 +20,9 @@ from nbgrader.api import Gradebook
 from traitlets.config import Config
 
 from autograder.config import SOLUTIONS, configure
-from autograder.gradebook_io import quick_alembic_head
 from autograder.plan import recorded_exercise
 from autograder.sandbox import isolation
+from autograder.startup import quick_alembic_head
 from autograder.submission import prepare
 
 STUDENT = "learner"
@@ -98,7 +98,8 @@ def _canonical_name(notebook: Path, assignment: str) -> str:
     raise GradingError(f"{notebook.name} is not one of {', '.join(names)}")
 
 
-def _run(app_result: dict, what: str) -> None:
+def require_success(app_result: dict, what: str) -> None:
+    """Raise ``GradingError`` with nbgrader's log unless its step ``what`` succeeded."""
     if not app_result.get("success"):
         raise GradingError(f"nbgrader {what} failed:\n{app_result.get('error') or app_result.get('log')}")
 
@@ -166,16 +167,16 @@ def grade_notebook(notebook: str | Path, assignment: str | None = None,
         warnings.simplefilter("ignore")
         root = Path(tmp)
         api = new_course(root)
-        _run(api.generate_assignment(assignment), "generate_assignment")
+        require_success(api.generate_assignment(assignment), "generate_assignment")
         dest = root / "submitted" / STUDENT / assignment
         dest.mkdir(parents=True)
         prepared = prepare(notebook, assignment, name)
         nbformat.write(prepared.nb, dest / name)
-        _run(api.autograde(assignment, STUDENT), "autograde")
+        require_success(api.autograde(assignment, STUDENT), "autograde")
         exercises = read_results(root, assignment, STUDENT, name)
         html = None
         if feedback_to is not None:
-            _run(api.generate_feedback(assignment, STUDENT), "generate_feedback")
+            require_success(api.generate_feedback(assignment, STUDENT), "generate_feedback")
             feedback = root / "feedback" / STUDENT / assignment / (Path(name).stem + ".html")
             shutil.copyfile(feedback, feedback_to)
             html = str(Path(feedback_to).resolve())

@@ -22,7 +22,7 @@ def generate(names: list[str] | None = None, root: Path = REPO) -> list[Path]:
     With ``root`` the repository they go to ``notebooks/``; with another folder (a scratch
     course) to ``<root>/release/``.
     """
-    from autograder.grading import GradingError, new_course, _run
+    from autograder.grading import GradingError, new_course, require_success
     from nbgrader.apps import NbGraderAPI
     from traitlets.config import Config
 
@@ -42,7 +42,7 @@ def generate(names: list[str] | None = None, root: Path = REPO) -> list[Path]:
         release = root / "release"
     written = []
     for name in names:
-        _run(api.generate_assignment(name), f"generate_assignment {name}")
+        require_success(api.generate_assignment(name), f"generate_assignment {name}")
         written += sorted((release / name).glob("*.ipynb"))
     return written
 

@@ -32,48 +32,14 @@ import tempfile
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
+from autograder.jobs import Outcome, Task
 from autograder.paths import SOLUTIONS
 from autograder.sandbox import SANDBOX_PREFIX, private_dir
-
-
-@dataclass
-class Task:
-    """One submission to grade, with everything a worker on another machine needs."""
-    student: str
-    assignment: str
-    notebook: str          # the assignment's notebook file name, e.g. "attention.ipynb"
-    content: bytes         # the file exactly as the learner submitted it
-    digest: str            # identifies this grading job (submission and source), see job_digest
-    timestamp: str | None  # nbgrader's timestamp.txt, when the submission has one
-    key: bytes             # plan.submission_key of this submission: its cases on any machine
-
-
-@dataclass
-class Outcome:
-    """What grading one ``Task`` gave, or why it could not be graded."""
-    student: str
-    digest: str
-    ok: bool
-    reason: str | None = None  # why it could not be graded
-    seconds: float = 0.0       # grading this submission (the worker's start-up not counted)
-    scores: dict[str, float | None] = field(default_factory=dict)    # grade id -> auto score
-    comments: dict[str, str | None] = field(default_factory=dict)    # grade id -> auto comment
-    autograded: str = ""       # the autograded notebook (JSON)
-    feedback: str = ""         # nbgrader's HTML feedback
-    notes: list[str] = field(default_factory=list)
-    worker: str = ""           # host:parent pid>grading process pid
-
-
-def job_digest(content: bytes, assignment: str, notebook: str) -> str:
-    """Same submission against the same source: same job (graded once, whatever the run)."""
-    h = hashlib.sha256(content)
-    h.update(b"\0" + (SOLUTIONS / assignment / notebook).read_bytes())
-    return h.hexdigest()
+from autograder.startup import quiet, quick_alembic_head, skip_slow_imports
 
 
 # --- inside the worker ------------------------------------------------------------------------
@@ -102,9 +68,8 @@ class ScratchCourse:
 
         from autograder.exercises import get
         from autograder.feedback import FeedbackExporter
-        from autograder.gradebook_io import quick_alembic_head
         from autograder.plan import recorded_exercise
-        from autograder.grading import _run, new_course
+        from autograder.grading import new_course, require_success
 
         quick_alembic_head()
         self.root = private_dir(SCRATCH_PREFIX, "/dev/shm" if os.access("/dev/shm", os.W_OK) else None)
@@ -112,7 +77,7 @@ class ScratchCourse:
         self.assignment = assignment
         self.api = new_course(self.root)
         self.api.config.GenerateFeedback.exporter_class = FeedbackExporter  # shares the template
-        _run(self.api.generate_assignment(assignment), "generate_assignment")
+        require_success(self.api.generate_assignment(assignment), "generate_assignment")
         self.blank_gradebook = (self.root / "gradebook.db").read_bytes()
         for path in (SOLUTIONS / assignment).glob("*.ipynb"):  # import the exercises (and torch) now
             for cell in nbformat.read(path, as_version=4).cells:
@@ -123,7 +88,7 @@ class ScratchCourse:
         import nbformat
         from nbgrader.api import Gradebook
 
-        from autograder.grading import _run
+        from autograder.grading import require_success
         from autograder.submission import prepare
 
         for folder in ("submitted", "autograded", "feedback"):
@@ -140,8 +105,8 @@ class ScratchCourse:
         nbformat.write(prepared.nb, dest / task.notebook)
         if task.timestamp:
             (dest / "timestamp.txt").write_text(task.timestamp)
-        _run(self.api.autograde(task.assignment, task.student), "autograde")
-        _run(self.api.generate_feedback(task.assignment, task.student), "generate_feedback")
+        require_success(self.api.autograde(task.assignment, task.student), "autograde")
+        require_success(self.api.generate_feedback(task.assignment, task.student), "generate_feedback")
         stem = Path(task.notebook).stem
         with Gradebook(f"sqlite:///{self.root / 'gradebook.db'}") as gb:
             nb = gb.find_submission_notebook(stem, task.assignment, task.student)
@@ -212,23 +177,10 @@ def kill_tree(pid: int) -> None:
             pass
 
 
-def skip_slow_imports() -> None:
-    """Keep ``rfc3987_syntax`` out of this process.
-
-    nbformat imports jsonschema, which imports ``rfc3987_syntax`` when it is installed
-    (Jupyter's own dependencies install it) and builds an IRI grammar on import: 1.6 of the
-    1.9 s that ``import nbformat`` takes here, in every process that grades or exports.
-    jsonschema goes without its "iri" format check, which no notebook schema uses.
-    """
-    sys.modules.setdefault("rfc3987_syntax", None)
-
-
 def _serve() -> None:
     """The worker's loop: read a task from stdin, answer on stdout, until stdin closes."""
     skip_slow_imports()
-    from autograder.cli import _quiet
-
-    _quiet()
+    quiet()
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever nbgrader or a library prints must not corrupt the answers
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()

@@ -30,7 +30,11 @@ ASSIGNMENT, NOTEBOOK, COURSE_ID = "00_start_here", "start_here.ipynb", "transfor
 SOLUTION = SOLUTIONS / ASSIGNMENT / NOTEBOOK
 JVP = "return s * (g - np.sum(g * s, axis=axis, keepdims=True))"
 BIN = Path(sys.executable).parent
-LEARNERS = {"agx-ada": 4.0, "agx-bo": 2.0, "agx-cy": 0.0}  # honest, partial, blank
+# each pytest-xdist worker has users of its own: two workers may both build this module's site,
+# and one's clean-up must not remove the users the other is running as
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+ADA, BO, CY = (f"agx-{name}{_WORKER}" for name in ("ada", "bo", "cy"))
+LEARNERS = {ADA: 4.0, BO: 2.0, CY: 0.0}  # honest, partial, blank
 
 
 # nbgrader names a learner by their Unix user, so three learners need three users: we must be
@@ -122,9 +126,9 @@ def term(site):
     instructor(course, "generate_assignment", ASSIGNMENT)
     instructor(course, "release_assignment", ASSIGNMENT)
 
-    filled = {"agx-ada": SOLUTION.read_bytes(),
-              "agx-bo": mutant(SOLUTION, "warmup_softmax_jvp", JVP, "return s * g", site).read_bytes(),
-              "agx-cy": None}
+    filled = {ADA: SOLUTION.read_bytes(),
+              BO: mutant(SOLUTION, "warmup_softmax_jvp", JVP, "return s * g", site).read_bytes(),
+              CY: None}
 
     def learner_works(name: str) -> None:
         home = homes / name
@@ -176,7 +180,7 @@ def test_gradebook_export_and_feedback_agree(term):
         assert f"start_here (Score: {score} / 4.0)" in html
         # the feedback fetched is the one the instructor released for this learner
         assert html == (course / "feedback" / name / ASSIGNMENT / "start_here.html").read_text()
-    partial = _feedback_of(homes / "agx-bo")[0].read_text()
+    partial = _feedback_of(homes / BO)[0].read_text()
     assert "warmup.softmax_jvp: 0 / 2 points" in partial  # the judge's message reaches the learner
 
 
@@ -200,8 +204,8 @@ def test_each_learner_gets_their_own_feedback_and_no_one_elses(term):
         assert not home.stat().st_mode & 0o077  # a home only its learner can enter
         for f in _feedback_of(home):
             assert pwd.getpwuid(f.stat().st_uid).pw_name == name
-    listing = subprocess.run(["setpriv", f"--reuid={pwd.getpwnam('agx-cy').pw_uid}", "--regid=65534",
+    listing = subprocess.run(["setpriv", f"--reuid={pwd.getpwnam(CY).pw_uid}", "--regid=65534",
                               "--clear-groups", "--", "ls", str(exchange / COURSE_ID / "feedback"),
-                              str(homes / "agx-ada")], capture_output=True, text=True)
+                              str(homes / ADA)], capture_output=True, text=True)
     assert listing.returncode != 0 and listing.stderr.count("Permission denied") == 2
     assert not re.search(r"[0-9a-f]{32}\.html", listing.stdout)

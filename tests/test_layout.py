@@ -1,5 +1,6 @@
-"""The layout holds: no circle among the imports of ``course_lib``, imports inside functions
-included (one module per concept, each above the modules it builds on).
+"""The layout holds: no circle among the imports of ``course_lib`` or of ``autograder``, imports
+inside functions included (each module above the modules it builds on), and no module takes a
+private name (``_run``) of another.
 
 The graph is read from the source with ``ast``: ``import course_lib.x``, ``from course_lib import
 x`` and ``from course_lib.x import y`` each draw an arrow to the module named, and to the
@@ -87,6 +88,23 @@ def test_course_lib_has_no_import_circle():
     graph = import_graph("course_lib")
     assert "course_lib.attention" in graph and "course_lib.flash" in graph["course_lib.attention"]
     assert not circles(graph), circles(graph)
+
+
+def test_autograder_has_no_import_circle():
+    graph = import_graph("autograder")
+    assert "autograder.jobs" in graph["autograder.gradebook_io"]
+    assert not circles(graph), circles(graph)
+
+
+def test_no_module_imports_a_private_name_of_another():
+    taken = []
+    for package in ("autograder", "course_lib"):
+        for name, path in _modules(package).items():
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(package):
+                    taken += [f"{name}: {node.module}.{a.name}" for a in node.names
+                              if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not taken, taken
 
 
 def test_the_circle_finder_finds_a_circle():

@@ -1,0 +1,46 @@
+"""What travels between the instructor's process and a grading worker: ``Task`` out, ``Outcome``
+back (pickled, over a pipe or through Dask), and the digest that names one grading job.
+
+Trusted side (class scale): imported by the worker, the pools, the journal and ``classroom``.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from autograder.paths import SOLUTIONS
+
+
+@dataclass
+class Task:
+    """One submission to grade, with everything a worker on another machine needs."""
+    student: str
+    assignment: str
+    notebook: str          # the assignment's notebook file name, e.g. "attention.ipynb"
+    content: bytes         # the file exactly as the learner submitted it
+    digest: str            # identifies this grading job (submission and source), see job_digest
+    timestamp: str | None  # nbgrader's timestamp.txt, when the submission has one
+    key: bytes             # plan.submission_key of this submission: its cases on any machine
+
+
+@dataclass
+class Outcome:
+    """What grading one ``Task`` gave, or why it could not be graded."""
+    student: str
+    digest: str
+    ok: bool
+    reason: str | None = None  # why it could not be graded
+    seconds: float = 0.0       # grading this submission (the worker's start-up not counted)
+    scores: dict[str, float | None] = field(default_factory=dict)    # grade id -> auto score
+    comments: dict[str, str | None] = field(default_factory=dict)    # grade id -> auto comment
+    autograded: str = ""       # the autograded notebook (JSON)
+    feedback: str = ""         # nbgrader's HTML feedback
+    notes: list[str] = field(default_factory=list)
+    worker: str = ""           # host:parent pid>grading process pid
+
+
+def job_digest(content: bytes, assignment: str, notebook: str) -> str:
+    """Same submission against the same source: same job (graded once, whatever the run)."""
+    h = hashlib.sha256(content)
+    h.update(b"\0" + (SOLUTIONS / assignment / notebook).read_bytes())
+    return h.hexdigest()
