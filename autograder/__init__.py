@@ -1,4 +1,37 @@
-"""The course's grader: exercise registry, kernel side, sandbox, trusted judge, nbgrader glue, CLI."""
+"""The course's grader. Its learner-facing API, imported by every notebook's set-up cell:
+
+    check(id, globals())       the check cell: public cases, advice at once (``check_cell``)
+    show_case(id, number)      one public case, to look at (``check_cell``)
+    record(id, globals())      the graded cell: outputs for the grader (``kernel.cases``)
+    submit(notebook)           grade a saved notebook here and print the score table
+
+The grading sandbox stages this file and the ``kernel/`` folder only; ``check`` and
+``show_case`` import the registry and the judge when called, which never happens there.
+"""
+from autograder.kernel import record
+from autograder.kernel.cases import grading_folder
+
+__all__ = ["check", "record", "show_case", "submit"]
+
+
+def check(exercise_id, namespace):
+    """Run the public cases of an exercise and print a success line or a diagnosis."""
+    if grading_folder() is not None:  # in the sandbox, where check_cell is not staged
+        print("Check cells do nothing while the notebook is graded.")
+        return
+    from autograder.check_cell import check as run_check
+
+    run_check(exercise_id, namespace)
+
+
+def show_case(exercise_id, number):
+    """Print public case ``number`` of an exercise and return its inputs (see ``check_cell``)."""
+    if grading_folder() is not None:
+        print("show_case does nothing while the notebook is graded.")
+        return None
+    from autograder.check_cell import show_case as show
+
+    return show(exercise_id, number)
 
 
 def submit(notebook, assignment=None, as_json=False):
@@ -8,6 +41,6 @@ def submit(notebook, assignment=None, as_json=False):
     if mode() != "full":  # the notebook is itself being graded or tested: never recurse
         print(f"submit() skipped in {mode()} mode.")
         return None
-    from autograder.grading import submit as _submit
+    from autograder.grading import submit as grade_and_print
 
-    return _submit(notebook, assignment, as_json)
+    return grade_and_print(notebook, assignment, as_json)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from autograder.exercise import Exercise
 from autograder.explain import matching
 from autograder.mutation import Mutant, live_sites, mutants
-from autograder.transport import as_outputs
+from autograder.kernel.transport import as_outputs
 
 KEYS = tuple(f"adequacy key {i}".encode() for i in range(64))
 

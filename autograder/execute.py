@@ -34,7 +34,7 @@ from traitlets import Any, Integer
 from autograder import plan
 from autograder.paths import SOLUTIONS
 from autograder.sandbox import KERNEL_NAME, Sandbox, isolation
-from autograder.transport import encode_cases, encode_probes
+from autograder.kernel.transport import encode_cases, encode_probes
 
 FAULT = "GradingFault"
 

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from autograder.transport import as_outputs, encode_value  # as_outputs: also for the exercise modules
+from autograder.kernel.transport import as_outputs, encode_value  # as_outputs: also for the exercise modules
 
 Case = dict  # keyword arguments for one call: {"Q": array, "K": array, ..., "mask": None}
 Outputs = tuple  # a tuple of numpy arrays, one per returned value
@@ -59,7 +59,7 @@ class Exercise:
                otherwise. Deterministic given ``rng``. Grading draws both kinds from a
                secret seed (``graded_cases``).
     reference: ``reference(**case)`` -> array or tuple of arrays (from ``course_lib``).
-    call:      the name of a function in ``autograder.calls`` that calls the learner's code
+    call:      the name of a function in ``autograder.kernel.calls`` that calls the learner's code
                on one case; None: ``function(**case)``. When it runs a second learner
                function (a backward fed by the learner's own forward), name that one in
                ``helpers``, so that feedback can point at it.
@@ -112,7 +112,7 @@ class Exercise:
     def probes(self, graded: Sequence[Case] = ()) -> tuple[list[Case], list[Outputs]]:
         """(cases, the reference's outputs on them): the public cases and hidden-kind cases
         drawn from a public seed, on which the search for a fix of a learner's code
-        (``autograder.repair``) tries its edits. They go into the grading sandbox with their
+        (``autograder.kernel.repair``) tries its edits. They go into the grading sandbox with their
         answers, so any that equals one of the ``graded`` cases (a generator that draws
         nothing at random) is left out: the sandbox never holds a graded case's answer."""
         taken = {_key(c) for c in graded}

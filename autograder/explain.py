@@ -9,7 +9,7 @@ said (a wrong diagnosis is worse than none).
 
 A mutant may loop or allocate without end (a loop bound changed): the search runs in a forked
 child with a memory limit, a deadline per call and one for the whole search
-(``autograder.contained``), after which no claim is made.
+(``autograder.kernel.contained``), after which no claim is made.
 """
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ import time
 
 import numpy as np
 
-from autograder.contained import Overtime, call_within, in_child
+from autograder.kernel.contained import Overtime, call_within, in_child
 from autograder.diagnose import close_per_output
 from autograder.exercise import Exercise
 from autograder.mutation import mutants, mutants_by
-from autograder.transport import as_outputs
+from autograder.kernel.transport import as_outputs
 
 BUDGET_SECONDS = 10.0  # CPU seconds for the whole search of one exercise (a busy grading
                        # machine gives the same diagnosis as an idle one)

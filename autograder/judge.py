@@ -16,8 +16,8 @@ from autograder.diagnose import close_per_output, diagnose, rounding, safe_outpu
 from autograder.exercise import Exercise
 from autograder.explain import explain
 from autograder.features import in_words
-from autograder.hints import returned_tuple_hint
-from autograder.transport import NOT_IMPLEMENTED, as_outputs
+from autograder.kernel.hints import returned_tuple_hint
+from autograder.kernel.transport import NOT_IMPLEMENTED, as_outputs
 
 
 MIN_SEARCH = 0.3  # seconds the search among the mutants gets however late it starts
@@ -34,7 +34,7 @@ class Verdict:
     # what the messages say about a wrong answer: "listed" (a registered Mistake), "specific"
     # (what the mistake is), "pinpoint" (only where it is), None (nothing beyond the count)
     kind: str | None = None
-    lines: tuple = ()  # the learner's lines that a confirmed fix names (``autograder.repair``)
+    lines: tuple = ()  # the learner's lines that a confirmed fix names (``autograder.kernel.repair``)
 
     @property
     def full_marks(self) -> bool:
@@ -106,7 +106,7 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
 
     ``public``: the cases are the check cell's, which the learner may look at (``show_case``);
     otherwise feedback names what a failing case exercises, never its numbers.
-    ``fixes``: single edits of the learner's code found where it runs (``autograder.repair``),
+    ``fixes``: single edits of the learner's code found where it runs (``autograder.kernel.repair``),
     as (line, words, per case: outputs or None), or a function returning them when asked;
     one is named only if its outputs equal the reference's on every case. They never change
     the score. ``seconds``: where the learner waits (the check cell), the searches for a name

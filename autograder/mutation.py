@@ -3,7 +3,7 @@
 Trusted side only (the judge and the tests); never staged in the grading sandbox. From the
 source of the exercise's reference and of the course functions it calls (``course_lib`` and
 the registry, followed a few calls deep), ``mutants(ex)`` makes every single-point change of
-the kinds listed in ``autograder.operators``, each a working function with the reference's
+the kinds listed in ``autograder.kernel.operators``, each a working function with the reference's
 signature and a description in plain words. They serve twice: the graded cases must tell
 every non-equivalent mutant from the reference (``autograder.adequacy``), and a learner whose
 outputs equal exactly one mutant's on every graded case is told that mutant's description
@@ -26,8 +26,8 @@ from typing import Any, Callable
 import numpy as np
 
 from autograder.exercise import Exercise
-from autograder.operators import Site, changes, compile_changed, slots_of, source_tree
-from autograder.transport import as_outputs
+from autograder.kernel.operators import Site, changes, compile_changed, slots_of, source_tree
+from autograder.kernel.transport import as_outputs
 
 FOLLOW = ("course_lib.", "autograder.exercises.")  # whose functions are the reference's code
 DEPTH = 2          # calls followed below the first function that does more than call another
@@ -39,7 +39,7 @@ class Mutant:
     id: str        # stable: "<function>: <before> -> <after>" (with "#k" for a repeat)
     host: str      # the function that holds the change
     site: int      # where in it (the changed node's index in ``ast.walk`` order)
-    family: str    # the kind of change (see ``autograder.operators``)
+    family: str    # the kind of change (see ``autograder.kernel.operators``)
     describe: Any  # what the change does, in plain words: a string, or a function making it
     fn: Callable   # the reference with this one change; same signature
 

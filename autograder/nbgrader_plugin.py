@@ -18,8 +18,8 @@ from autograder.execute import FAULT
 from autograder.exercises import get
 from autograder.judge import Verdict, helper_note, judge
 from autograder.plan import graded_cases
-from autograder.repair import decode_fixes
-from autograder.transport import MIME, decode_results
+from autograder.kernel.repair import decode_fixes
+from autograder.kernel.transport import MIME, decode_results
 
 MAX_MESSAGE = 300  # characters of a learner's error text quoted in feedback
 

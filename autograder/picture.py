@@ -6,7 +6,7 @@ their difference side by side, so that a shifted diagonal, a transposed block or
 masked region is seen at once. Cells that differ beyond the exercise's tolerance carry a dot;
 cells the case's mask hides are grey and hatched as in ``course_lib.viz.plot_attention``.
 
-Nothing here decides a grade, and ``autograder.kernel.check`` imports this module (and
+Nothing here decides a grade, and ``autograder.check_cell.check`` imports this module (and
 matplotlib) only when it has a failing case and a display to draw on.
 """
 from __future__ import annotations
@@ -193,7 +193,7 @@ def show_first_failure(ex, cases: list, results: list) -> None:
         from IPython.display import display
 
         from autograder.diagnose import close_per_output
-        from autograder.transport import as_outputs
+        from autograder.kernel.transport import as_outputs
         for number, (case, got) in enumerate(zip(cases, results), start=1):
             if isinstance(got, str):
                 continue  # it raised: no output to draw

@@ -10,10 +10,9 @@ The kernel of a graded notebook runs under bubblewrap (Debian's ``bwrap``):
   ``solutions/``, other submissions, the grader's secret), home directories and the
   repository are simply not there;
 - on ``PYTHONPATH``, a staged copy of ``course_lib`` without the modules that compute the
-  notebook's answers, and of the kernel-side modules of ``autograder`` (``KERNEL_MODULES``:
-  ``kernel``, ``calls``, ``transport``, ``hints``, the search for a fix of the learner's code
-  ``repair`` with ``operators`` and ``contained``, the package marker), which hold no
-  reference and no judge;
+  notebook's answers, and of ``autograder``'s ``__init__`` and ``kernel/`` folder (the graded
+  cell, the calls, the transport, the hints, the search for a fix of the learner's code),
+  which hold no reference and no judge: ``KERNEL`` below, nothing else of ``autograder``;
 - the packages an exercise forbids (``torch``, whose autograd would take a hand-derived
   backward's place, and with it the other autodiff packages) hidden under empty folders,
   with a stub that says why ``import torch`` fails;
@@ -38,8 +37,7 @@ from pathlib import Path
 
 COURSE_LIB = Path(__file__).resolve().parent.parent / "course_lib"
 AUTOGRADER = Path(__file__).resolve().parent
-KERNEL_MODULES = ("__init__.py", "kernel.py", "calls.py", "transport.py", "hints.py", "repair.py",
-                  "operators.py", "contained.py")
+KERNEL = AUTOGRADER / "kernel"  # staged whole, with autograder/__init__.py: see kernel/__init__.py
 # A forbidden top-level package brings down its family: every autodiff package goes with torch.
 HIDE_WITH = {"torch": ("torch", "functorch", "torchgen", "sympy", "jax", "jaxlib", "autograd",
                        "tensorflow")}
@@ -96,6 +94,11 @@ def isolation() -> tuple[bool, str]:
                    "an instructor grades in a sandbox.")
 
 
+def staged_kernel() -> list[Path]:
+    """The files of ``autograder/kernel/`` that the sandbox stages: every module in it."""
+    return sorted(KERNEL.glob("*.py"))
+
+
 def hidden_packages(forbidden) -> tuple[list[str], list[str]]:
     """(course_lib modules, top-level packages) that ``forbidden`` keeps out of the sandbox."""
     modules, packages = set(), set()
@@ -143,9 +146,10 @@ class Sandbox:
             hidden = src.stem in self.hidden_modules
             (course / src.name).write_text(_stub(f"course_lib.{src.stem}") if hidden else src.read_text())
         grader = self.site / "autograder"
-        grader.mkdir()
-        for name in KERNEL_MODULES:
-            shutil.copyfile(AUTOGRADER / name, grader / name)
+        (grader / "kernel").mkdir(parents=True)
+        shutil.copyfile(AUTOGRADER / "__init__.py", grader / "__init__.py")
+        for src in staged_kernel():
+            shutil.copyfile(src, grader / "kernel" / src.name)
         for package in self.hidden_packages:
             (self.site / package).mkdir()
             (self.site / package / "__init__.py").write_text(_stub(package))

@@ -18,7 +18,7 @@ import numpy as np
 from autograder.exercises import get
 from autograder.judge import judge
 from autograder.kernel import run_cases
-from autograder.repair import decode_fixes, fixes
+from autograder.kernel.repair import decode_fixes, fixes
 from exercise_bank import TEST_KEY
 
 SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"

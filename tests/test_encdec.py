@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.calls import table_model
+from autograder.kernel.calls import table_model
 from autograder.exercises import encdec
 from course_lib import tokenize, translation
 from course_lib.attention import mha_forward

@@ -172,7 +172,7 @@ def test_batched_beam_search_follows_the_exercise_rule(seed):
     reference (one source, finished beams leave the beam) returns on the same table."""
     import numpy as np
 
-    from autograder.calls import table_model
+    from autograder.kernel.calls import table_model
     from autograder.exercises.encdec import beam_search as reference
 
     rng = np.random.default_rng(seed)

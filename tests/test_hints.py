@@ -1,4 +1,4 @@
-"""autograder.hints: each learner function below is compiled under a notebook cell's file name
+"""autograder.kernel.hints: each learner function below is compiled under a notebook cell's file name
 and registered in linecache, as ipykernel does, then run through ``calls.run`` as the kernel
 runs it, so the real numpy error and the real traceback reach ``describe_error``."""
 import ast
@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import hints
-from autograder.calls import run
-from autograder.hints import describe_error, returned_tuple_hint
+from autograder.kernel import hints
+from autograder.kernel.calls import run
+from autograder.kernel.hints import describe_error, returned_tuple_hint
 
 rng = np.random.default_rng(0)
 
@@ -410,7 +410,7 @@ def test_module_imports_only_the_standard_library_and_numpy():
 
 
 def test_an_empty_sequence_is_not_taken_for_a_tuple_to_unpack():
-    from autograder.hints import describe_error
+    from autograder.kernel.hints import describe_error
 
     namespace = cell("def beam_search(scores):\n    finished = ()  # no beam finished\n"
                      "    return min(finished)\n")

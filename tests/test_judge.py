@@ -3,7 +3,7 @@ import numpy as np
 
 from autograder.exercise import Exercise, Mistake, as_outputs
 from autograder.judge import judge
-from autograder.transport import NOT_IMPLEMENTED
+from autograder.kernel.transport import NOT_IMPLEMENTED
 from exercise_bank import TEST_KEY
 
 
@@ -68,7 +68,7 @@ def test_graded_cases_depend_on_the_key_and_public_cases_do_not():
 
 
 def test_the_check_cell_warns_about_a_module_absent_while_graded(capsys):
-    from autograder.kernel import check
+    from autograder.check_cell import check
 
     namespace = {"__name__": "__main__"}  # a notebook's globals
     exec("from course_lib import softmax as library\n\n"
@@ -91,7 +91,7 @@ def test_objects_are_not_numbers():
 
 
 def test_the_check_cell_names_a_failing_helper(capsys):
-    from autograder.kernel import check
+    from autograder.check_cell import check
     from course_lib import layernorm as ln
 
     def layernorm_forward(x, gamma, beta, eps=1e-5):  # unbiased variance: a wrong forward
@@ -110,7 +110,7 @@ def test_the_check_cell_names_a_failing_helper(capsys):
 
 
 def test_check_cells_return_nothing_and_translate_exceptions(capsys):
-    from autograder.kernel import check
+    from autograder.check_cell import check
 
     import linecache
 
@@ -129,7 +129,7 @@ def test_check_cells_return_nothing_and_translate_exceptions(capsys):
 
 
 def test_show_case_prints_a_public_case_and_returns_its_inputs(capsys):
-    from autograder.kernel import show_case
+    from autograder.check_cell import show_case
     from autograder.exercises import get
 
     case = show_case("attention.forward", 3)

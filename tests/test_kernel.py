@@ -3,7 +3,7 @@ import time
 
 import numpy as np
 
-from autograder import kernel
+from autograder.kernel import cases as kernel
 
 
 def _run(monkeypatch, source, seconds=0.5):

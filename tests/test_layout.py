@@ -110,3 +110,39 @@ def test_no_module_imports_a_private_name_of_another():
 def test_the_circle_finder_finds_a_circle():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def _imports_of(path: Path) -> set[str]:
+    """Every module ``path`` imports, at the top or inside a function."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names.add(node.module)
+    return names
+
+
+def test_the_kernel_imports_only_itself_numpy_and_the_standard_library():
+    """What the sandbox stages reaches no reference, no judge and no registry, whatever runs:
+    the standard library, numpy, IPython's display (the graded cell shows its outputs) and
+    autograder.kernel itself."""
+    import sys
+    allowed = set(sys.stdlib_module_names) | {"numpy", "IPython", "__future__"}
+    outside = {f"{path.name}: {name}" for path in (ROOT / "autograder" / "kernel").glob("*.py")
+               for name in _imports_of(path)
+               if name.split(".")[0] not in allowed and not name.startswith("autograder.kernel")}
+    assert not outside, outside
+    assert _imports_of(ROOT / "autograder" / "__init__.py") <= {"autograder.kernel", "autograder.kernel.cases",
+                                                               "autograder.check_cell",
+                                                               "autograder.grading", "course_lib.runmode"}
+
+
+def test_the_sandbox_stages_exactly_the_kernel_folder():
+    from autograder.sandbox import Sandbox
+    with Sandbox(isolate=False) as box:
+        staged = {p.relative_to(box.site / "autograder").as_posix()
+                  for p in (box.site / "autograder").rglob("*") if p.is_file()}
+    kernel = {f"kernel/{p.name}" for p in (ROOT / "autograder" / "kernel").glob("*.py")}
+    assert staged == {"__init__.py"} | kernel
+    assert {"kernel/cases.py", "kernel/repair.py", "kernel/__init__.py"} <= staged

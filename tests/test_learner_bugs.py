@@ -33,7 +33,7 @@ def verdicts():
 # Messages reviewed by hand as correct diagnoses that the bank's blind ``expect`` words miss:
 # each names an equivalent single change (keeping the worst candidates is a minus sign missing
 # from a descending sort). The fragment must still be in the message, so a changed message
-# needs a new review. A fix of the learner's own line (``autograder.repair``) needs none: it
+# needs a new review. A fix of the learner's own line (``autograder.kernel.repair``) needs none: it
 # is named when the line it quotes is the line the bug edited.
 REVIEWED = {
     "floor division 2 * k // d_model (every frequency 1)": "a factor is missing",

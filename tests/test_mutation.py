@@ -10,7 +10,7 @@ from autograder.explain import explain, matching
 from autograder.judge import judge
 from autograder.kernel import run_cases
 from autograder.mutation import Mutant, hosts, mutants
-from autograder.transport import as_outputs
+from autograder.kernel.transport import as_outputs
 from course_lib import softmax as softmax_module
 from exercise_bank import TEST_KEY
 

@@ -11,7 +11,7 @@ import pytest  # noqa: E402
 from matplotlib.collections import PatchCollection, PathCollection  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from autograder.kernel import check  # noqa: E402
+from autograder.check_cell import check  # noqa: E402
 from autograder.picture import difference_figure  # noqa: E402
 
 

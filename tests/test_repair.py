@@ -1,4 +1,4 @@
-"""The search for one edit that fixes a learner's code (``autograder.repair``) and how the judge
+"""The search for one edit that fixes a learner's code (``autograder.kernel.repair``) and how the judge
 uses what it finds: in the check cell, in the graded cell, and through the real sandbox."""
 import copy
 import json
@@ -6,11 +6,11 @@ import time
 
 import numpy as np
 
-from autograder import kernel
+from autograder.kernel import cases as kernel
 from autograder.exercises import get
 from autograder.judge import judge
-from autograder.repair import decode_fixes, fixes
-from autograder.transport import MIME, as_outputs, encode_cases, encode_probes
+from autograder.kernel.repair import decode_fixes, fixes
+from autograder.kernel.transport import MIME, as_outputs, encode_cases, encode_probes
 from exercise_bank import TEST_KEY
 from autograder.grading import grade_notebook
 from helpers import SOLUTIONS, mutant
@@ -122,7 +122,7 @@ def test_the_graded_cell_records_fixes_beside_its_outputs(tmp_path, monkeypatch,
     payload = shown[0][MIME]
     assert payload["fixes"] and payload["fixes"][0]["line"].startswith("shifted = z - np.min")
     assert len(payload["cases"]) == len(cases)
-    monkeypatch.setattr("autograder.repair.fixes", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr("autograder.kernel.repair.fixes", lambda *a, **k: 1 / 0)
     shown.clear()
     kernel.record(ex.id, scope)
     assert shown[0][MIME]["fixes"] == [] and len(shown[0][MIME]["cases"]) == len(cases)

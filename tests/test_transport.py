@@ -3,7 +3,7 @@ import base64
 import numpy as np
 import pytest
 
-from autograder.transport import decode_array, decode_results, encode_array, encode_results
+from autograder.kernel.transport import decode_array, decode_results, encode_array, encode_results
 
 
 @pytest.mark.parametrize("a", [np.arange(6.0).reshape(2, 3), np.float32([1.5]), np.array(3),

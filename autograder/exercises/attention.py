@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.calls import test_function
+from autograder.kernel.calls import test_function
 from autograder.exercise import Exercise, Mistake
 from autograder.features import shape_features
 from autograder.held import holding

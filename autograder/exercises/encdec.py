@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.calls import table_model
+from autograder.kernel.calls import table_model
 from autograder.exercise import Mistake, exercise_maker
 from autograder.features import shape_features
-from autograder.transport import as_outputs
+from autograder.kernel.transport import as_outputs
 from course_lib.attention import causal_mask, mha_forward
 from course_lib.layernorm import ffn_forward, layernorm_forward
 from course_lib.positional import sinusoidal_encoding

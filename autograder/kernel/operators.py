@@ -115,7 +115,7 @@ def _keyword(node: ast.Call, name):
 
 def changes(tree: ast.FunctionDef, public: set[str], repair: bool = False, keys=()) -> list[Site]:
     """Every change of the kinds above in ``tree``. ``repair``: also the changes that undo
-    them (``autograder.repair`` looks for the one edit that fixes a learner's code), with no
+    them (``autograder.kernel.repair`` looks for the one edit that fixes a learner's code), with no
     words (the caller describes them), as an iterator; ``keys``: strings the code may look up
     (the keys of the dicts it is given), besides those it names."""
     nodes = list(ast.walk(tree))

@@ -94,7 +94,7 @@ def encode_cases(exercise_id: str, function: str, call: str | None, cases: list,
 
     ``probes``: the public cases with their expected outputs and the tolerance
     (``encode_probes``), for the search of a fix when the learner's code fails one of them
-    (``autograder.repair``); they are the check cell's cases, which a learner can print."""
+    (``autograder.kernel.repair``); they are the check cell's cases, which a learner can print."""
     return {"exercise": exercise_id, "function": function, "call": call, "signature": signature,
             "cases": [encode_value(c) for c in cases], **({"probes": probes} if probes else {})}
 

@@ -5,7 +5,7 @@ learner's code behaves like the reference with one change. A learner's code is o
 differently from the reference (a loop where the reference is vectorised, other names, a
 helper of their own), and then no mutant of the reference fits. This module turns the search
 round: it changes the learner's own function (and the learner's functions it calls) at one
-point, with the changes of ``autograder.operators`` and the ones that undo them, and keeps
+point, with the changes of ``autograder.kernel.operators`` and the ones that undo them, and keeps
 the changes after which the outputs equal the expected ones. The learner is then told which
 of their lines looks wrong and what makes it right.
 
@@ -16,7 +16,7 @@ of them graded, whose expected outputs come with the cases (anyone can compute t
 A fix found there is run on the graded cases, and the judge names it only if its outputs
 equal the reference's on every graded case: the sandbox cannot make a wrong claim pass, and
 the grade never depends on this search. The search runs in a forked child with deadlines and
-a memory limit (``autograder.contained``).
+a memory limit (``autograder.kernel.contained``).
 """
 from __future__ import annotations
 
@@ -27,10 +27,10 @@ import types
 
 import numpy as np
 
-from autograder.calls import run
-from autograder.contained import Overtime, call_within, in_child
-from autograder.operators import changes, compile_changed, parsed_def, replaced, slots_of
-from autograder.transport import as_outputs, decode_array, encode_array
+from autograder.kernel.calls import run
+from autograder.kernel.contained import Overtime, call_within, in_child
+from autograder.kernel.operators import changes, compile_changed, parsed_def, replaced, slots_of
+from autograder.kernel.transport import as_outputs, decode_array, encode_array
 
 SEARCH_SECONDS = 3.0  # CPU seconds for the whole search in the graded cell
 CHECK_SECONDS = 0.8   # in the check cell, which answers within 2 s

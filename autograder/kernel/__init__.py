@@ -1,0 +1,17 @@
+"""What runs where the learner's code runs, and nothing else: the grading sandbox stages this
+folder (with the package's ``__init__``) and no other part of ``autograder``.
+
+    cases       the graded cell: ``record`` runs the learner's function on the cases the grader
+                wrote and displays the outputs as data; ``run_cases`` (the check cell uses it too)
+    calls       how a case calls the learner's function
+    transport   arrays to JSON and back: the cases in, the outputs and the fixes out
+    hints       what a learner reads when their function raises
+    repair      the search for one edit that fixes the learner's code (``operators``: the edits;
+                ``contained``: a forked child with limits, so the search cannot hang the cell)
+
+These modules import the standard library, numpy and each other only (``tests/test_layout.py``):
+no reference, no judge, no exercise registry is within reach of the learner's process.
+"""
+from autograder.kernel.cases import record, run_cases
+
+__all__ = ["record", "run_cases"]  # the graded cell imports record from here

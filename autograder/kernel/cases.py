@@ -1,0 +1,144 @@
+"""The graded cell, run where the learner's code runs: in the grading sandbox.
+
+``record(id, globals())`` is the graded cell: while a notebook is
+graded, the grader has written the exercise's cases (public and hidden, drawn from a secret
+seed) to a read-only folder named by ``$AUTOGRADER_CASES``; ``record`` runs the learner's
+function on them and displays the outputs as plain data, which the grader, outside the
+sandbox, compares with the reference. ``record`` never raises, and a case that runs too long
+is stopped, so one broken exercise costs that exercise only.
+
+Nothing here decides a grade: the exercise registry, the judge and the references are absent
+from the sandbox. The check cell (``autograder.check_cell``) runs ``run_cases`` in the
+learner's own kernel.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+import time
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+
+from autograder.kernel.calls import run
+from autograder.kernel.hints import describe_error
+from autograder.kernel.transport import MIME, NOT_IMPLEMENTED, as_outputs, decode_cases, decode_probes, encode_results
+
+CASES_ENV = "AUTOGRADER_CASES"
+CASE_SECONDS = 5.0       # CPU seconds; one case of an honest exercise takes milliseconds
+EXERCISE_SECONDS = 12.0  # CPU seconds for all cases of one exercise
+WALL_FACTOR = 4          # a case that waits is stopped after this many times CASE_SECONDS on the
+                         # clock, and all cases together after EXERCISE_SECONDS on the clock
+DIAGNOSIS_SECONDS = 1.4  # the check cell's search for a name of the mistake (it answers within 2 s)
+CELL_SECONDS = 13.5      # the graded cell ends within this many seconds on the clock (the grader
+                         # stops a cell after 15): the search for a fix gets what the cases left
+
+
+class CaseTimeout(Exception):
+    """A case ran past its time limit (raised by the alarm in ``_time_limit``)."""
+
+
+def grading_folder() -> Path | None:
+    """The folder of cases files while the grader runs this kernel, else None."""
+    folder = os.environ.get(CASES_ENV)
+    return Path(folder) if folder else None
+
+
+@contextmanager
+def _time_limit(seconds: float, wall_seconds: float):
+    """Raise CaseTimeout in the code below after ``seconds`` of CPU time, or ``wall_seconds``
+    on the clock (code that sleeps), whichever comes first (main thread only).
+
+    CPU time, not the clock, so that the same code gets the same result on a busy grading
+    machine (a class graded in parallel) as on an idle one.
+    """
+    def alarm(signum, frame):
+        raise CaseTimeout(signum)
+    try:
+        old = signal.signal(signal.SIGPROF, alarm), signal.signal(signal.SIGALRM, alarm)
+    except ValueError:  # not the main thread: no alarm, the grader's cell timeout still holds
+        yield
+        return
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    signal.setitimer(signal.ITIMER_REAL, wall_seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGPROF, old[0])
+        signal.signal(signal.SIGALRM, old[1])
+
+
+def run_cases(namespace: dict, function: str, call: str | None, cases: list,
+              budget: float | None = None, signature: str | None = None) -> list:
+    """Per case: the learner's outputs as a tuple of arrays, or the error as text.
+
+    ``budget``: seconds of CPU time for all the cases together; they also get as many seconds
+    on the clock, so that a graded cell ends before the grader's cell timeout."""
+    results, left, wall_left = [], budget, budget
+    for case in cases:
+        if left is not None and (left <= 0 or wall_left <= 0):
+            results.append(f"not run: the earlier cases used up the {budget:g} s for this exercise")
+            continue
+        limit = CASE_SECONDS if left is None else min(CASE_SECONDS, left)
+        wall = WALL_FACTOR * CASE_SECONDS if wall_left is None else min(WALL_FACTOR * CASE_SECONDS, wall_left)
+        start, wall_start = time.process_time(), time.monotonic()
+        try:
+            with _time_limit(limit, wall):
+                results.append(as_outputs(run(namespace, function, call, copy.deepcopy(case))))
+        except CaseTimeout as stop:
+            waited = "" if stop.args and stop.args[0] == signal.SIGPROF else " (it was waiting: input, sleep, a lock?)"
+            results.append(f"did not finish within {limit:.0f} s (an endless loop?)" if not waited
+                           else f"did not finish within {wall:.0f} s{waited}")
+        except BaseException as err:  # any learner error (sys.exit() too) is a result, not a crash
+            stub = type(err) is NotImplementedError  # the release's `raise NotImplementedError()`
+            results.append(NOT_IMPLEMENTED if stub else describe_error(err, function, signature))
+        if left is not None:
+            left -= time.process_time() - start
+            wall_left -= time.monotonic() - wall_start
+    return results
+
+
+def record(exercise_id: str, namespace: dict) -> None:
+    """The graded cell: run the cases the grader wrote and display the outputs as data."""
+    from IPython.display import display
+
+    folder = grading_folder()
+    if folder is None:
+        print(f"This cell hands your code for {exercise_id} to the grader when you submit; "
+              "the check cell above tests it now.")
+        return
+    start = time.monotonic()
+    try:
+        spec = json.loads((folder / f"{exercise_id}.json").read_text())
+        cases = decode_cases(spec)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            results = run_cases(namespace, spec["function"], spec["call"], cases,
+                                budget=EXERCISE_SECONDS, signature=spec.get("signature"))
+        payload = encode_results(exercise_id, results)
+        summary = f"Recorded {len(results)} cases of {exercise_id} for the grader."
+        payload["fixes"] = _fixes(namespace, spec, cases, CELL_SECONDS - (time.monotonic() - start))
+    except Exception as err:  # the kernel side's own failure must still not stop the notebook
+        payload = {"exercise": exercise_id, "cases": [], "failure": repr(err)}
+        summary = f"Could not record {exercise_id}: {err!r}"
+    display({MIME: payload, "text/plain": summary}, raw=True)
+
+
+def _fixes(namespace: dict, spec: dict, cases: list, seconds: float) -> list:
+    """The graded cell's search for one edit that fixes the learner's code (``repair``), in
+    what is left of ``seconds`` on the clock; advice only, so it never costs the outputs."""
+    if seconds <= 1.0:
+        return []
+    try:
+        from autograder.kernel.repair import SEARCH_SECONDS, fixes
+        probes, wants, rtol, atol = decode_probes(spec.get("probes"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fixes(namespace, spec["function"], spec["call"], probes, wants, cases, rtol, atol,
+                         budget=min(SEARCH_SECONDS, seconds - 0.5), wall=seconds - 0.5)
+    except Exception:
+        return []
