@@ -20,7 +20,7 @@ def check(exercise_id: str, namespace: dict) -> None:
         print("Check cells do nothing while the notebook is graded.")
         return
     from autograder.exercises import get
-    from autograder.judge import judge
+    from autograder.judge.verdict import judge
 
     ex = get(exercise_id)
     cases = ex.public_cases()
@@ -35,7 +35,7 @@ def check(exercise_id: str, namespace: dict) -> None:
     lines = list(verdict.messages) if verdict.passed < verdict.total else []
     failing = {h for h in ex.helpers if not _passes_public_cases(h, exercise_id, namespace)}
     if failing:
-        from autograder.judge import helper_note
+        from autograder.judge.verdict import helper_note
         lines.append(helper_note(ex, failing))
     lines += advice
     mark = "\u2718" if verdict.passed < verdict.total or advice else "\u2714"
@@ -66,7 +66,7 @@ def show_case(exercise_id: str, number: int) -> dict | None:
         return None
     import numpy as np
     from autograder.exercises import get
-    from autograder.features import in_words
+    from autograder.judge.features import in_words
 
     ex = get(exercise_id)
     cases = ex.public_cases()
@@ -89,7 +89,7 @@ def show_case(exercise_id: str, number: int) -> dict | None:
 def _passes_public_cases(function: str, exercise_id: str, namespace: dict) -> bool:
     """Whether the exercise of ``function`` (same topic as ``exercise_id``) passes its public cases."""
     from autograder.exercises import by_function
-    from autograder.judge import judge
+    from autograder.judge.verdict import judge
 
     ex = by_function(exercise_id, function)
     if ex is None:

@@ -27,7 +27,7 @@ def cmd_generate(args) -> int:
 
 def cmd_submit(args) -> int:
     from autograder.grading import GradingError, grade_notebook
-    from autograder.sandbox import SandboxUnavailable
+    from autograder.pipeline.sandbox import SandboxUnavailable
 
     notebook = Path(args.notebook)
     feedback = Path(args.feedback) if args.feedback else notebook.with_name(notebook.stem + "_feedback.html")
@@ -51,7 +51,7 @@ def cmd_submit(args) -> int:
 
 def cmd_validate(args) -> int:
     from autograder.grading import GradingError
-    from autograder.sandbox import SandboxUnavailable
+    from autograder.pipeline.sandbox import SandboxUnavailable
     from autograder.validate import CourseValidator
 
     validator = CourseValidator()
@@ -78,8 +78,9 @@ def cmd_instructor_mode(args) -> int:
 def cmd_grade(args) -> int:
     import os
 
-    from autograder.classroom import export_csv, grade_submissions  # light: the workers start first
-    from autograder.sandbox import ISOLATION_ENV, SandboxUnavailable
+    # light: the workers start first
+    from autograder.classroom.grade import export_csv, grade_submissions
+    from autograder.pipeline.sandbox import ISOLATION_ENV, SandboxUnavailable
 
     skip_slow_imports()
 

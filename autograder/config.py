@@ -17,9 +17,9 @@ from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,
                                     LimitOutput, SaveAutoGrades)
 
-from autograder.execute import SandboxedExecute
-from autograder.nbgrader_plugin import JudgeOutputs
-from autograder.sanitize import SanitizeOutputs
+from autograder.pipeline.execute import SandboxedExecute
+from autograder.pipeline.judge_outputs import JudgeOutputs
+from autograder.pipeline.sanitize import SanitizeOutputs
 
 from autograder.paths import HEADER, REPO, RELEASE, SOLUTIONS  # noqa: F401  (used by other modules)
 

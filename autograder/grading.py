@@ -20,10 +20,10 @@ from nbgrader.api import Gradebook
 from traitlets.config import Config
 
 from autograder.config import SOLUTIONS, configure
-from autograder.plan import recorded_exercise
-from autograder.sandbox import isolation
+from autograder.pipeline.plan import recorded_exercise
+from autograder.pipeline.sandbox import isolation
 from autograder.startup import quick_alembic_head
-from autograder.submission import prepare
+from autograder.pipeline.submission import prepare
 
 STUDENT = "learner"
 

@@ -192,7 +192,7 @@ def show_first_failure(ex, cases: list, results: list) -> None:
             return  # no display: the text alone
         from IPython.display import display
 
-        from autograder.diagnose import close_per_output
+        from autograder.judge.diagnose import close_per_output
         from autograder.kernel.transport import as_outputs
         for number, (case, got) in enumerate(zip(cases, results), start=1):
             if isinstance(got, str):

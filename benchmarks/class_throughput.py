@@ -7,7 +7,7 @@ a fresh course directory with the assignment already generated (as an instructor
   generate_feedback 02_attention``: one process, one submission after another, with this
   course's configuration (every kernel in the sandbox, the judge after it);
 - **autograder grade** with isolation required and ``--jobs 2``: the same grading in warm
-  worker processes (``autograder/worker.py``), one gradebook transaction per submission,
+  worker processes (``autograder/classroom/worker.py``), one gradebook transaction per submission,
   resumable.
 
 Both wall clocks include everything from the command's start to its exit (process start,
@@ -34,7 +34,7 @@ from nbformat.v4 import new_code_cell
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from autograder.grading import new_course  # noqa: E402
-from autograder.sandbox import ISOLATION_ENV  # noqa: E402
+from autograder.pipeline.sandbox import ISOLATION_ENV  # noqa: E402
 
 ASSIGNMENT, NOTEBOOK = "02_attention", "attention.ipynb"
 SOLUTION = REPO / "solutions" / ASSIGNMENT / NOTEBOOK

@@ -1,8 +1,8 @@
 """Shared check for an exercise module: each registered mistake loses points and is named."""
 from __future__ import annotations
 
-from autograder.diagnose import safe_outputs
-from autograder.judge import judge
+from autograder.judge.diagnose import safe_outputs
+from autograder.judge.verdict import judge
 
 TEST_KEY = b"a key for the tests, not a secret"  # graded cases are drawn from a key
 

@@ -257,7 +257,7 @@ BLIND = [
 MUTANTS = N00 + N01 + N02 + N03 + N04 + BLIND
 
 
-# The mutation engine (``autograder.explain``) names some of these bugs from the reference's
+# The mutation engine (``autograder.judge.explain``) names some of these bugs from the reference's
 # code rather than from the outputs' shape; each sentence below was reviewed as a correct
 # diagnosis of the same bug (an equivalent single change), and counts as naming it.
 ENGINE_WORDS = {

@@ -16,7 +16,7 @@ import nbformat
 import numpy as np
 
 from autograder.exercises import get
-from autograder.judge import judge
+from autograder.judge.verdict import judge
 from autograder.kernel import run_cases
 from autograder.kernel.repair import decode_fixes, fixes
 from exercise_bank import TEST_KEY

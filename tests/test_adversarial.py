@@ -22,7 +22,7 @@ import pytest
 from nbformat.v4 import new_code_cell
 
 from autograder.exercises import get
-from autograder.plan import secret_key, secret_path
+from autograder.pipeline.plan import secret_key, secret_path
 from helpers import REPO, SOLUTIONS, grade
 
 SOLUTION = SOLUTIONS / "00_start_here" / "start_here.ipynb"
@@ -317,6 +317,6 @@ def test_the_graders_helpers_in_a_learners_own_cells_cost_nothing(tmp_path, guar
     path = submission(tmp_path, after_softmax=[
         "case = show_case('warmup.softmax', 2)\nsoftmax(**case)",
         "from autograder.exercises import get\nget('warmup.softmax').public_cases()",
-        "import autograder.judge as j\nprint(j)"])
+        "import autograder.judge.verdict as j\nprint(j)"])
     softmax, jvp, result = graded(path)
     assert result.total == 4, [e.messages for e in result.exercises]

@@ -21,7 +21,7 @@ import psutil
 import pytest
 from nbformat.v4 import new_code_cell
 
-from autograder.gradebook_io import Journal
+from autograder.classroom.journal import Journal
 from autograder.grading import new_course
 from helpers import NOTEBOOKS, SOLUTIONS, mutant
 

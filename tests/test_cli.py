@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.classroom import grade_class
+from autograder.classroom.grade import grade_class
 from autograder.grading import new_course
 from helpers import NOTEBOOKS, SOLUTIONS, mutant
 

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from autograder.exercises import all_exercises
-from autograder.plan import recorded_exercise
+from autograder.pipeline.plan import recorded_exercise
 from autograder.release import assignments, generate_to_temp
 from helpers import NOTEBOOKS, SOLUTIONS, grade, run_notebook
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from autograder.exercises import get
-from autograder.judge import judge
+from autograder.judge.verdict import judge
 from autograder.kernel import run_cases
 from exercise_bank import TEST_KEY
 from mutant_bank import ENGINE_WORDS, MUTANTS
@@ -77,7 +77,7 @@ def test_no_boundary_is_claimed_on_the_batch_axis():
     """Errors only in the last sequence of the batch (the one with padding, say) are not told
     "wrong only at the last index of axis -4": the batch has no boundary to handle. The same
     errors at the last query position of every sequence are."""
-    from autograder.diagnose import where_wrong
+    from autograder.judge.diagnose import where_wrong
     ex = get("encdec.masks")
     case = ex.public_cases()[0]
     want = ex.reference(**case)

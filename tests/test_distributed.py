@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.classroom import grade_submissions
-from autograder.gradebook_io import Journal
+from autograder.classroom.grade import grade_submissions
+from autograder.classroom.journal import Journal
 from autograder.grading import new_course
 from helpers import NOTEBOOKS, SOLUTIONS, mutant
 
@@ -100,9 +100,9 @@ def test_a_task_carries_its_submissions_key_never_the_secret(tmp_path):
     """What travels to a worker (pickled, as Dask sends it) holds the key of that one submission."""
     import pickle
 
-    from autograder.classroom import make_task
-    from autograder.plan import secret_key, submission_key
-    from autograder.submission import prepare
+    from autograder.classroom.grade import make_task
+    from autograder.pipeline.plan import secret_key, submission_key
+    from autograder.pipeline.submission import prepare
 
     folder = tmp_path / "submitted" / "ada" / ASSIGNMENT
     folder.mkdir(parents=True)

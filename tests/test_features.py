@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from autograder.exercises import all_exercises
-from autograder.features import generic, mask_kind
+from autograder.judge.features import generic, mask_kind
 from course_lib.attention import causal_mask, padding_mask
 from exercise_bank import TEST_KEY
 
@@ -34,8 +34,8 @@ def absent_while_graded_table() -> str:
 
     from autograder.exercises import get
     from autograder.paths import SOLUTIONS
-    from autograder.plan import recorded_exercise
-    from autograder.sandbox import HIDE_WITH, hidden_packages
+    from autograder.pipeline.plan import recorded_exercise
+    from autograder.pipeline.sandbox import HIDE_WITH, hidden_packages
 
     family = set(HIDE_WITH["torch"])
     rows = ["| notebook | course_lib modules | packages |", "|---|---|---|"]

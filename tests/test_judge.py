@@ -1,8 +1,8 @@
 """The judge scores cases and names mistakes; the check cell advises."""
 import numpy as np
 
-from autograder.exercise import Exercise, Mistake, as_outputs
-from autograder.judge import judge
+from autograder.judge.exercise import Exercise, Mistake, as_outputs
+from autograder.judge.verdict import judge
 from autograder.kernel.transport import NOT_IMPLEMENTED
 from exercise_bank import TEST_KEY
 

@@ -24,7 +24,7 @@ from nbformat.v4 import new_code_cell
 from playwright.sync_api import TimeoutError as PlaywrightTimeout, sync_playwright
 
 from autograder.lab import INSTRUCTOR_LAB_PLUGINS, instructor_mode
-from autograder.sandbox import ISOLATION_ENV
+from autograder.pipeline.sandbox import ISOLATION_ENV
 from helpers import NOTEBOOKS, SOLUTIONS
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

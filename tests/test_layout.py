@@ -92,7 +92,7 @@ def test_course_lib_has_no_import_circle():
 
 def test_autograder_has_no_import_circle():
     graph = import_graph("autograder")
-    assert "autograder.jobs" in graph["autograder.gradebook_io"]
+    assert "autograder.classroom.jobs" in graph["autograder.classroom.journal"]
     assert not circles(graph), circles(graph)
 
 
@@ -139,7 +139,7 @@ def test_the_kernel_imports_only_itself_numpy_and_the_standard_library():
 
 
 def test_the_sandbox_stages_exactly_the_kernel_folder():
-    from autograder.sandbox import Sandbox
+    from autograder.pipeline.sandbox import Sandbox
     with Sandbox(isolate=False) as box:
         staged = {p.relative_to(box.site / "autograder").as_posix()
                   for p in (box.site / "autograder").rglob("*") if p.is_file()}

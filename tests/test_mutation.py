@@ -1,15 +1,16 @@
-"""The mutation engine (``autograder.mutation``) and the naming of unlisted mistakes (``explain``)."""
+"""The mutation engine (``autograder.judge.mutation``) and the naming of unlisted mistakes
+(``explain``)."""
 import inspect
 
 import numpy as np
 import pytest
 
-import autograder.explain as explain_module
+import autograder.judge.explain as explain_module
 from autograder.exercises import get
-from autograder.explain import explain, matching
-from autograder.judge import judge
+from autograder.judge.explain import explain, matching
+from autograder.judge.verdict import judge
 from autograder.kernel import run_cases
-from autograder.mutation import Mutant, hosts, mutants
+from autograder.judge.mutation import Mutant, hosts, mutants
 from autograder.kernel.transport import as_outputs
 from course_lib import softmax as softmax_module
 from exercise_bank import TEST_KEY

@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.exercise import as_outputs
+from autograder.judge.exercise import as_outputs
 from exercise_bank import TEST_KEY
 from autograder.exercises import lm
-from autograder.judge import judge
+from autograder.judge.verdict import judge
 from course_lib import ngram
 from course_lib.data import generated_text, split
 from course_lib.generate import sample

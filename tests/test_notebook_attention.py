@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from autograder.authoring import grade_id
-from autograder.exercise import as_outputs
+from autograder.judge.exercise import as_outputs
 from exercise_bank import TEST_KEY
 from autograder.exercises.attention import EXERCISES
-from autograder.diagnose import safe_outputs
-from autograder.judge import judge
+from autograder.judge.diagnose import safe_outputs
+from autograder.judge.verdict import judge
 from helpers import SOLUTIONS, grade, mutant
 
 SOLUTION = SOLUTIONS / "02_attention" / "attention.ipynb"

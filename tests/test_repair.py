@@ -8,7 +8,7 @@ import numpy as np
 
 from autograder.kernel import cases as kernel
 from autograder.exercises import get
-from autograder.judge import judge
+from autograder.judge.verdict import judge
 from autograder.kernel.repair import decode_fixes, fixes
 from autograder.kernel.transport import MIME, as_outputs, encode_cases, encode_probes
 from exercise_bank import TEST_KEY
@@ -157,7 +157,7 @@ def test_the_sandbox_never_holds_the_answer_of_a_graded_case():
     at random (``causal_mask(T)``) would repeat graded cases among them, and those are left
     out. A learner's code that looks its inputs up in the probes' answers gains nothing."""
     from autograder.exercises import all_exercises
-    from autograder.exercise import _key
+    from autograder.judge.exercise import _key
     repeated = []
     for ex in all_exercises():
         graded = ex.graded_cases(TEST_KEY)

@@ -1,9 +1,10 @@
-"""autograder.sandbox's private folders: what a grader killed outright leaves, the next removes."""
+"""autograder.pipeline.sandbox's private folders: what a grader killed outright leaves, the next
+removes."""
 import os
 import subprocess
 import sys
 
-from autograder.sandbox import private_dir
+from autograder.pipeline.sandbox import private_dir
 
 
 def _dead_pid() -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from autograder.exercise import Exercise
+from autograder.judge.exercise import Exercise
 
 
 def _module(topic: str):

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.kernel.calls import test_function
-from autograder.exercise import Exercise, Mistake
-from autograder.features import shape_features
-from autograder.held import holding
+from autograder.judge.exercise import Exercise, Mistake
+from autograder.judge.features import shape_features
+from autograder.judge.held import holding
 from course_lib import attention as ref
 from course_lib.attention import causal_mask, masked_scores, merge_heads, split_heads
 from course_lib.softmax import softmax, softmax_jvp

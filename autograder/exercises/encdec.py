@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.kernel.calls import table_model
-from autograder.exercise import Mistake, exercise_maker
-from autograder.features import shape_features
+from autograder.judge.exercise import Mistake, exercise_maker
+from autograder.judge.features import shape_features
 from autograder.kernel.transport import as_outputs
 from course_lib.attention import causal_mask, mha_forward
 from course_lib.layernorm import ffn_forward, layernorm_forward
@@ -798,7 +798,7 @@ BEAM_MISTAKES = (
 
 
 # ============================================================================ equivalent mutants
-# Mutants that no legitimate input tells from the reference (autograder.adequacy). The swaps of
+# Mutants that no legitimate input tells from the reference (autograder.judge.adequacy). The swaps of
 # np.swapaxes's two axes (symmetric) are left out on purpose: a mutant the engine should not make.
 _NP_INT = "numpy int64 ids and counts hash, compare and add as Python ints do: same merges, same ids"
 _SQUARE = "the decoder's mask is causal_mask(T) with one argument: T_q and T_k are the same number"

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.exercise import Exercise, Mistake
-from autograder.features import shape_features
+from autograder.judge.exercise import Exercise, Mistake
+from autograder.judge.features import shape_features
 from course_lib.flash.reference import (FlashCache, finite_shift, flash_backward, flash_forward,
                                        online_softmax_stats)
 
@@ -152,7 +152,7 @@ STATS_MISTAKES = (
             _stats_with(drop_last=True)),
 )
 
-# Mutants of the reference that no case can tell apart (``autograder.adequacy``). The reference
+# Mutants of the reference that no case can tell apart (``autograder.judge.adequacy``). The reference
 # calls course_lib's online_softmax_stats on every prefix s[..., :end] and keeps its final m, l.
 STATS_EQUIVALENT = {
     "_stats_reference: block_k -> n":
@@ -378,7 +378,7 @@ FORWARD_MISTAKES = (
                              for g_max, g_l in ((False, False), (False, True), (True, False))))),
 )
 
-# Mutants of the references that no case can tell apart (``autograder.adequacy``). Visiting
+# Mutants of the references that no case can tell apart (``autograder.judge.adequacy``). Visiting
 # more key blocks than needed changes nothing: every key of such a tile is in the future of
 # every query of the block, so _mask_tile sets it to -inf and the tile adds exactly 0 (alpha
 # = 1 where m is finite; l and acc stay 0 where it is not), or, in the backward, A = 0.

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.exercise import Mistake, exercise_maker
-from autograder.features import shape_features
+from autograder.judge.exercise import Mistake, exercise_maker
+from autograder.judge.features import shape_features
 from course_lib.attention import attention_forward, causal_mask, merge_heads, mha_forward, split_heads
 from course_lib.layernorm import ffn_forward, layernorm_forward
 from course_lib.softmax import softmax
@@ -102,7 +102,7 @@ def _block_dims(c):
 
 # ============================================================================ equivalent mutants
 # Mutants of the course functions the references call that no legitimate input tells from them
-# (autograder.adequacy); the symmetric swaps of np.swapaxes's two axes are left out on purpose
+# (autograder.judge.adequacy); the symmetric swaps of np.swapaxes's two axes are left out on purpose
 # (a mutant the engine should not make).
 _SQUARE = "the block's mask is causal_mask(T) with one argument: T_q and T_k are the same number"
 _SELF = "self-attention: mha_forward gets the same h as x_q and as x_kv"
@@ -338,7 +338,7 @@ PROBS_FEATURES = shape_features(**{
     "a single row": lambda c: len(c["logits"]) == 1})
 
 
-# Mutants that no legitimate input tells from the reference (autograder.adequacy).
+# Mutants that no legitimate input tells from the reference (autograder.judge.adequacy).
 _AXIS_1 = "logits are (B, V): on a 2-D array axis 1 is axis -1"
 _DEFAULT_AXIS = "the call's default axis is -1 already (softmax, np.sort, np.argsort, take_along_axis)"
 _P = "next_token_probs: "

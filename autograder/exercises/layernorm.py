@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.exercise import Exercise, Mistake
-from autograder.features import shape_features
-from autograder.held import holding
+from autograder.judge.exercise import Exercise, Mistake
+from autograder.judge.features import shape_features
+from autograder.judge.held import holding
 from course_lib.layernorm import (EPS, ffn_forward, layernorm_backward, layernorm_forward,
                                   post_ln_block, pre_ln_block)
 

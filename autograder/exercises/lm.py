@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.exercise import Exercise, Mistake
-from autograder.features import shape_features
+from autograder.judge.exercise import Exercise, Mistake
+from autograder.judge.features import shape_features
 from course_lib.ngram import count_ngrams, ngram_probs, perplexity, roll_die
 from course_lib.rnn import lstm_cell_forward, rnn_backward, rnn_forward, sigmoid
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.exercise import Exercise, Mistake
-from autograder.features import shape_features
+from autograder.judge.exercise import Exercise, Mistake
+from autograder.judge.features import shape_features
 from course_lib.positional import apply_rope, rotation_matrix, sinusoidal_encoding
 
 NO_LIBRARY = ("course_lib.positional", "torch")

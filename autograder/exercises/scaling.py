@@ -8,8 +8,8 @@ The references are ``course_lib.scaling``, which the learner may not call.
 """
 from __future__ import annotations
 
-from autograder.exercise import Mistake, exercise_maker
-from autograder.features import shape_features
+from autograder.judge.exercise import Mistake, exercise_maker
+from autograder.judge.features import shape_features
 from course_lib import scaling
 
 FORBIDDEN = ("course_lib.scaling",)
@@ -112,7 +112,7 @@ def _switched(host, switch, others, repeat=""):
 
 
 # Mutants of the reference (course_lib.scaling.param_count and param_breakdown) that no case
-# can tell apart (``autograder.adequacy``): the exercise fixes every switch of course_lib's
+# can tell apart (``autograder.judge.adequacy``): the exercise fixes every switch of course_lib's
 # count (biases, layer norms, learned positions all counted) and has no d_head.
 COUNT_EQUIVALENT = {
     "param_count: int(sum(param_breakdown(n_layers, d_model, n_heads, vocab_si -> "

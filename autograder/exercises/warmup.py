@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.exercise import Exercise, Mistake
-from autograder.features import shape_features
+from autograder.judge.exercise import Exercise, Mistake
+from autograder.judge.features import shape_features
 from course_lib.softmax import softmax, softmax_jvp
 
 FORBIDDEN = ("course_lib.softmax", "course_lib.attention", "scipy", "torch")

@@ -1,6 +1,7 @@
 """The single-point changes a learner could plausibly make to a function's code, as AST edits.
 
-Trusted side only (used by ``autograder.mutation``). ``changes(tree, public)`` lists, for one
+Used on both sides: by ``autograder.judge.mutation`` (mutants of the reference) and by ``repair``
+(edits of the learner's code, in the kernel). ``changes(tree, public)`` lists, for one
 parsed ``def``, every change of the kinds below as a ``Site``: the index of the node it
 replaces (in ``ast.walk`` order), the replacement node, its kind (``family``) and what it does
 in plain words (a string, or a function making it on first use). ``public``: the names the

@@ -1,6 +1,6 @@
 """Naming a mistake by its fix: the one edit of the learner's own code after which the cases match.
 
-The mutants of the reference (``autograder.mutation``) name a learner's mistake when the
+The mutants of the reference (``autograder.judge.mutation``) name a learner's mistake when the
 learner's code behaves like the reference with one change. A learner's code is often written
 differently from the reference (a loop where the reference is vectorised, other names, a
 helper of their own), and then no mutant of the reference fits. This module turns the search

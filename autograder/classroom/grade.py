@@ -27,12 +27,12 @@ from queue import Queue
 from tqdm import tqdm
 
 # Light imports only: the workers start before nbgrader and nbconvert are imported here.
-from autograder.gradebook_io import Journal, course_config, place_submission, record
-from autograder.jobs import Outcome, Task, job_digest
+from autograder.classroom.journal import Journal, course_config, place_submission, record
+from autograder.classroom.jobs import Outcome, Task, job_digest
 from autograder.paths import REPO, SOLUTIONS
-from autograder.sandbox import isolation
+from autograder.pipeline.sandbox import isolation
 from autograder.startup import quick_alembic_head
-from autograder.worker import GradingProcess
+from autograder.classroom.worker import GradingProcess
 
 TIME_LIMIT = 180.0  # seconds per submission: kernel start, every cell, judge and feedback
 
@@ -126,8 +126,8 @@ def make_task(folder: Path, student: str, assignment: str, name: str) -> Task:
     """The job of grading ``folder/name``, with the key of its cases (never the secret)."""
     from nbformat import v4 as nbformat_v4
 
-    from autograder.plan import submission_key
-    from autograder.submission import prepare
+    from autograder.pipeline.plan import submission_key
+    from autograder.pipeline.submission import prepare
 
     stamp = folder / "timestamp.txt"
     content = (folder / name).read_bytes()
@@ -153,7 +153,7 @@ def grade_submissions(submissions: Path, assignment: str, course_root: Path = RE
     name, course_root = names[0], Path(course_root).resolve()
     journal = Journal(course_root, assignment)
     if scheduler:
-        from autograder.distributed import DaskPool
+        from autograder.classroom.pools import DaskPool
         pool = DaskPool(scheduler, time_limit)
     else:  # the workers get ready while the submissions are looked at
         pool = LocalPool(jobs, time_limit, journal.log(), assignment)

@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from autograder.exercise import Exercise
+from autograder.judge.exercise import Exercise
 from autograder.kernel.transport import as_outputs
 
 RTOL, ATOL = 1e-6, 1e-8  # matching a hypothesis: looser than grading, still far from chance

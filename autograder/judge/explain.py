@@ -1,7 +1,7 @@
 """Naming a mistake nobody listed: the mutant of the reference that the learner's outputs equal.
 
 Trusted side only (the judge, in the grader and in the check cell). ``explain`` runs the
-mutants of ``autograder.mutation`` on the cases a learner's function was graded on and keeps
+mutants of ``autograder.judge.mutation`` on the cases a learner's function was graded on and keeps
 those whose outputs equal the learner's on every case, failing and passing alike. If the
 survivors all say the same thing, that change is told in plain words; if changes that say
 different things fit (even at one place: "axis 0" or "every entry"?), nothing specific is
@@ -19,9 +19,9 @@ import time
 import numpy as np
 
 from autograder.kernel.contained import Overtime, call_within, in_child
-from autograder.diagnose import close_per_output
-from autograder.exercise import Exercise
-from autograder.mutation import mutants, mutants_by
+from autograder.judge.diagnose import close_per_output
+from autograder.judge.exercise import Exercise
+from autograder.judge.mutation import mutants, mutants_by
 from autograder.kernel.transport import as_outputs
 
 BUDGET_SECONDS = 10.0  # CPU seconds for the whole search of one exercise (a busy grading

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from autograder.diagnose import close_per_output, diagnose, rounding, safe_outputs
-from autograder.exercise import Exercise
-from autograder.explain import explain
-from autograder.features import in_words
+from autograder.judge.diagnose import close_per_output, diagnose, rounding, safe_outputs
+from autograder.judge.exercise import Exercise
+from autograder.judge.explain import explain
+from autograder.judge.features import in_words
 from autograder.kernel.hints import returned_tuple_hint
 from autograder.kernel.transport import NOT_IMPLEMENTED, as_outputs
 

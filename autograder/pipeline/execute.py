@@ -31,9 +31,9 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Any, Integer
 
-from autograder import plan
+from autograder.pipeline import plan
 from autograder.paths import SOLUTIONS
-from autograder.sandbox import KERNEL_NAME, Sandbox, isolation
+from autograder.pipeline.sandbox import KERNEL_NAME, Sandbox, isolation
 from autograder.kernel.transport import encode_cases, encode_probes
 
 FAULT = "GradingFault"

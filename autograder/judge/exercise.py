@@ -73,10 +73,10 @@ class Exercise:
                feature of a hidden case must appear in a public case (a test checks).
     dims:      ``dims(case) -> {"d_k": 4, "T": 5}``: named sizes, so that feedback can say
                "off by a factor sqrt(d_k)" (``diagnose``).
-    equivalent: ``{mutant id: reason}``: mutants of the reference (``autograder.mutation``)
+    equivalent: ``{mutant id: reason}``: mutants of the reference (``autograder.judge.mutation``)
                that no legitimate case can tell from it, each with a one-line reason a
                reviewer can check; every other mutant must lose points on the graded cases
-               under every key (``autograder.adequacy``, ``tests/test_mutation_adequacy.py``).
+               under every key (``autograder.judge.adequacy``, ``tests/test_mutation_adequacy.py``).
     held_constant: for a backward pass, ``{"the mean": fn}`` where ``fn(**case)`` returns the
                gradients with that quantity of the forward held constant; feedback names the
                missing term when the learner's gradients match one.
@@ -128,8 +128,8 @@ class Exercise:
             list(self.cases(self._rng("hidden", key), True))
 
     def describe(self, case: Case) -> list[str]:
-        """What ``case`` exercises, in words (``autograder.features``)."""
-        from autograder.features import generic
+        """What ``case`` exercises, in words (``autograder.judge.features``)."""
+        from autograder.judge.features import generic
         return generic(case) + list(self.features(case) if self.features else ())
 
     def name_of(self, i: int) -> str:

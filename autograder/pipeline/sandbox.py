@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-COURSE_LIB = Path(__file__).resolve().parent.parent / "course_lib"
-AUTOGRADER = Path(__file__).resolve().parent
+AUTOGRADER = Path(__file__).resolve().parent.parent
+COURSE_LIB = AUTOGRADER.parent / "course_lib"
 KERNEL = AUTOGRADER / "kernel"  # staged whole, with autograder/__init__.py: see kernel/__init__.py
 # A forbidden top-level package brings down its family: every autodiff package goes with torch.
 HIDE_WITH = {"torch": ("torch", "functorch", "torchgen", "sympy", "jax", "jaxlib", "autograd",

@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from autograder.jobs import Outcome
+from autograder.classroom.jobs import Outcome
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:

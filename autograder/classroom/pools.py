@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import threading
 
-from autograder.jobs import Outcome, Task
-from autograder.worker import GradingProcess
+from autograder.classroom.jobs import Outcome, Task
+from autograder.classroom.worker import GradingProcess
 
 _local = threading.local()
 

@@ -5,9 +5,9 @@ source of the exercise's reference and of the course functions it calls (``cours
 the registry, followed a few calls deep), ``mutants(ex)`` makes every single-point change of
 the kinds listed in ``autograder.kernel.operators``, each a working function with the reference's
 signature and a description in plain words. They serve twice: the graded cases must tell
-every non-equivalent mutant from the reference (``autograder.adequacy``), and a learner whose
+every non-equivalent mutant from the reference (``autograder.judge.adequacy``), and a learner whose
 outputs equal exactly one mutant's on every graded case is told that mutant's description
-(``autograder.explain``).
+(``autograder.judge.explain``).
 
 The mutant of a helper (``softmax`` inside the attention reference) is wired in by copying the
 callers with their globals re-pointed at the mutated helper: nothing shared is patched, so
@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from autograder.exercise import Exercise
+from autograder.judge.exercise import Exercise
 from autograder.kernel.operators import Site, changes, compile_changed, slots_of, source_tree
 from autograder.kernel.transport import as_outputs
 

@@ -10,7 +10,7 @@ answers with an ``Outcome``: the scores and comments nbgrader saved, the autogra
 and the feedback HTML. It never touches the instructor's gradebook; the parent writes that
 (``gradebook_io.py``).
 
-The worker runs as ``python -m autograder.worker [ASSIGNMENT]`` (getting ready for that
+The worker runs as ``python -m autograder.classroom.worker [ASSIGNMENT]`` (getting ready for that
 assignment at once) and talks over its stdin and stdout (length-prefixed pickles of
 ``Task`` and ``Outcome``). ``GradingProcess`` is the parent's handle: it enforces the time
 limit per submission by killing the worker and everything it started, and starts a fresh
@@ -36,9 +36,9 @@ from pathlib import Path
 
 import psutil
 
-from autograder.jobs import Outcome, Task
+from autograder.classroom.jobs import Outcome, Task
 from autograder.paths import SOLUTIONS
-from autograder.sandbox import SANDBOX_PREFIX, private_dir
+from autograder.pipeline.sandbox import SANDBOX_PREFIX, private_dir
 from autograder.startup import quiet, quick_alembic_head, skip_slow_imports
 
 
@@ -67,8 +67,8 @@ class ScratchCourse:
         import nbformat
 
         from autograder.exercises import get
-        from autograder.feedback import FeedbackExporter
-        from autograder.plan import recorded_exercise
+        from autograder.pipeline.feedback import FeedbackExporter
+        from autograder.pipeline.plan import recorded_exercise
         from autograder.grading import new_course, require_success
 
         quick_alembic_head()
@@ -89,7 +89,7 @@ class ScratchCourse:
         from nbgrader.api import Gradebook
 
         from autograder.grading import require_success
-        from autograder.submission import prepare
+        from autograder.pipeline.submission import prepare
 
         for folder in ("submitted", "autograded", "feedback"):
             shutil.rmtree(self.root / folder, ignore_errors=True)
@@ -144,7 +144,7 @@ def grade_task(task: Task) -> Outcome:
 
 def _use_key(key: bytes) -> None:
     """Draw this task's cases from its key, kept in a file only this worker can read."""
-    from autograder.plan import KEY_ENV
+    from autograder.pipeline.plan import KEY_ENV
 
     name = os.environ.get(KEY_ENV)
     if not name:
@@ -247,7 +247,7 @@ class GradingProcess:
         ready_for = [self.assignment] if self.assignment else []
         try:
             # unbuffered: select() must see every answer that has arrived
-            return subprocess.Popen([sys.executable, "-m", "autograder.worker", *ready_for],
+            return subprocess.Popen([sys.executable, "-m", "autograder.classroom.worker", *ready_for],
                                     stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=stderr, start_new_session=True,
                                     bufsize=0)
@@ -300,7 +300,7 @@ class GradingProcess:
                 pass
 
 
-if __name__ == "__main__":  # run as the module itself, so answers unpickle as autograder.worker's
-    from autograder import worker
+if __name__ == "__main__":  # run as the module itself: answers unpickle as this module's
+    from autograder.classroom import worker
 
     worker._serve()

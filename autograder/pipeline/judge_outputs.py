@@ -14,10 +14,10 @@ from __future__ import annotations
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from autograder.execute import FAULT
+from autograder.pipeline.execute import FAULT
 from autograder.exercises import get
-from autograder.judge import Verdict, helper_note, judge
-from autograder.plan import graded_cases
+from autograder.judge.verdict import Verdict, helper_note, judge
+from autograder.pipeline.plan import graded_cases
 from autograder.kernel.repair import decode_fixes
 from autograder.kernel.transport import MIME, decode_results
 

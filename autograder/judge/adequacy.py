@@ -1,23 +1,23 @@
 """Case adequacy: do an exercise's graded cases tell every mutant of its reference apart?
 
 Trusted side, for authors and the tests (``tests/test_mutation_adequacy.py``); never staged in
-the sandbox. A mutant (``autograder.mutation``) survives a key when its outputs equal the
+the sandbox. A mutant (``autograder.judge.mutation``) survives a key when its outputs equal the
 reference's on every graded case drawn from that key. Each survivor is a bug some learner
 would keep full marks with: add a case that tells it apart (in every key's draw, not by
 luck), or, when no legitimate input can, list it in ``Exercise.equivalent`` with the reason.
 Mutants at places whose value never reaches the outputs on any case (a cache the exercise
 does not return) are counted apart, as unreached.
 
-    python -m autograder.adequacy attention.forward [more ids] [--keys 8]
+    python -m autograder.judge.adequacy attention.forward [more ids] [--keys 8]
 """
 from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
 
-from autograder.exercise import Exercise
-from autograder.explain import matching
-from autograder.mutation import Mutant, live_sites, mutants
+from autograder.judge.exercise import Exercise
+from autograder.judge.explain import matching
+from autograder.judge.mutation import Mutant, live_sites, mutants
 from autograder.kernel.transport import as_outputs
 
 KEYS = tuple(f"adequacy key {i}".encode() for i in range(64))

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from autograder.paths import REPO
-from autograder.exercise import Exercise
+from autograder.judge.exercise import Exercise
 from autograder.exercises import get
 
 RECORD_CALL = re.compile(r"""^record\(\s*["']([\w.]+)["']\s*,\s*globals\(\)\s*\)\s*$""", re.M)
