@@ -14,7 +14,7 @@ import torch
 
 from autograder.kernel.calls import table_model
 from autograder.exercises import encdec
-from course_lib import tokenize, translation
+from course_lib import decoding, tokenize, translation
 from course_lib.attention import mha_forward
 from course_lib.generate import greedy_decode as torch_greedy
 from course_lib.layernorm import ffn_forward, layernorm_forward
@@ -104,15 +104,15 @@ def test_greedy_reference_is_the_librarys_on_a_table():
     for logp, max_len in _tables():
         logp[..., [tokenize.PAD, tokenize.BOS]] = -np.inf  # the library never produces them
         want = torch_greedy(TableModel(logp), torch.zeros((1, 1), dtype=torch.long), max_len)[0]
-        got = encdec.greedy_decode(table_model(logp), max_len=max_len)
+        got = decoding.greedy_decode(table_model(logp), max_len=max_len)
         np.testing.assert_array_equal(got, want.numpy())
 
 
 def test_beam_of_width_one_is_greedy():
     for (logp, max_len), alpha in zip(_tables(), itertools.cycle([0.0, 0.7, 1.0])):
         f = table_model(logp)
-        tokens, score = encdec.beam_search(f, beam_size=1, max_len=max_len, alpha=alpha)
-        greedy = encdec.greedy_decode(f, max_len=max_len)
+        tokens, score = decoding.beam_search(f, beam_size=1, max_len=max_len, alpha=alpha)
+        greedy = decoding.greedy_decode(f, max_len=max_len)
         np.testing.assert_array_equal(tokens, greedy)
         total = sum(logp[t, prev, nxt] for t, (prev, nxt) in enumerate(zip([1, *greedy], greedy)))
         np.testing.assert_allclose(score, total / len(greedy) ** alpha)
@@ -131,7 +131,7 @@ def _all_sequences(logp, eos, max_len, alpha):
 
 def test_a_beam_wide_enough_finds_the_best_finished_sequence():
     for (logp, max_len), alpha in zip(_tables(n=6, V=4, max_len=4), [0.0, 0.5, 1.0] * 2):
-        tokens, score = encdec.beam_search(table_model(logp), beam_size=4 ** 4, max_len=max_len,
+        tokens, score = decoding.beam_search(table_model(logp), beam_size=4 ** 4, max_len=max_len,
                                            alpha=alpha)
         best = max((s, seq) for seq, s, done in _all_sequences(logp, 2, max_len, alpha) if done)
         np.testing.assert_allclose(score, best[0])
@@ -148,8 +148,8 @@ def test_beam_finds_what_short_sighted_greedy_misses():
     logp[:, :, 2] += 0.01  # </s> the likeliest of the flat rows
     logp -= np.log(np.exp(logp).sum(-1, keepdims=True))
     f = table_model(logp)
-    greedy = encdec.greedy_decode(f, max_len=max_len)
-    tokens, score = encdec.beam_search(f, beam_size=2, max_len=max_len)
+    greedy = decoding.greedy_decode(f, max_len=max_len)
+    tokens, score = decoding.beam_search(f, beam_size=2, max_len=max_len)
     assert greedy.tolist() == [3, 2] and tokens.tolist() == [4, 2]
     greedy_score = (logp[0, 1, 3] + logp[1, 3, 2]) / 2
     assert score > greedy_score + 0.5
@@ -158,9 +158,9 @@ def test_beam_finds_what_short_sighted_greedy_misses():
 def test_beam_ties_go_to_the_earlier_beam_and_token():
     """Every token equally likely: every comparison is a tie."""
     f = table_model(np.log(np.full((4, 5, 5), 0.2)))
-    tokens, _ = encdec.beam_search(f, beam_size=2, max_len=3)
+    tokens, _ = decoding.beam_search(f, beam_size=2, max_len=3)
     assert tokens.tolist() == [0, 0, 0]  # tokens 0 and 1 of beam 0 kept each step, </s> (2) never
-    tokens, score = encdec.beam_search(f, beam_size=3, max_len=3, alpha=1.0)
+    tokens, score = decoding.beam_search(f, beam_size=3, max_len=3, alpha=1.0)
     assert tokens.tolist() == [2] and np.isclose(score, np.log(0.2))  # [2], [0, 2], [0, 0, 2]
     # finish with the same normalised score: the first to finish wins
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from autograder.exercises import get, gpt
-from course_lib import generate
+from course_lib import decoding, generate
 from course_lib import transformer as tf
 from course_lib.attention import attention_forward, causal_mask, merge_heads, mha_forward, split_heads
 from course_lib.layernorm import ffn_forward, layernorm_forward
@@ -21,7 +21,7 @@ def test_next_token_probs_reference_equals_the_library_sampler():
     for case in ex.graded_cases(TEST_KEY):
         want = generate.next_token_probs(torch.from_numpy(case["logits"]), case["temperature"],
                                          case["top_k"], case["top_p"])
-        np.testing.assert_allclose(gpt.next_token_probs(**case), want.numpy(), atol=1e-12)
+        np.testing.assert_allclose(decoding.next_token_probs(**case), want.numpy(), atol=1e-12)
 
 
 def test_stepping_without_a_mistake_equals_the_whole_forward_and_the_torch_cache():

@@ -26,3 +26,18 @@ def test_private_dir_removes_folders_of_dead_processes_only(tmp_path):
     assert all(folder.is_dir() for folder in kept)
     assert new.name.startswith(f"ag-x-{alive}-") and new.parent == tmp_path
     assert oct(new.stat().st_mode & 0o777) == "0o700"
+
+
+def test_every_reference_in_course_lib_is_hidden_while_its_exercise_is_graded():
+    """A learner who imports the reference would score full marks: each exercise whose
+    reference (or a course function that reference calls first) lives in course_lib forbids
+    that module, so the sandbox stages a stub in its place."""
+    from autograder.exercises import all_exercises
+    from autograder.judge.mutation import hosts
+
+    for ex in all_exercises():
+        for fn in hosts(ex.reference, ex.helpers)[:2]:  # the reference, or what it wraps
+            module = fn.__module__
+            if module.startswith("course_lib.") and fn.__name__ == ex.function:
+                assert any(module == f or module.startswith(f + ".") for f in ex.forbidden), \
+                    (ex.id, module, ex.forbidden)

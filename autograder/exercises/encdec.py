@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.kernel.calls import table_model
 from autograder.judge.exercise import Mistake, exercise_maker
 from autograder.judge.features import shape_features
+from autograder.kernel.calls import table_model
 from autograder.kernel.transport import as_outputs
 from course_lib.attention import causal_mask, mha_forward
+from course_lib.decoding import beam_search, greedy_decode
 from course_lib.layernorm import ffn_forward, layernorm_forward
 from course_lib.positional import sinusoidal_encoding
 from course_lib.tokenize import BYTE_OFFSET, FIRST_MERGE_ID, learn_merges_naive, merge_pair
 from course_lib.transformer import attention_masks, decoder_block, encoder_block, padding_keys
 
 FORBIDDEN = ("course_lib.tokenize", "course_lib.transformer", "course_lib.generate",
-             "course_lib.translation")
+             "course_lib.decoding", "course_lib.translation")
 
 
 # ============================================================================ byte-pair encoding
@@ -576,17 +577,6 @@ def _greedy_cases(rng, hidden):
             _decode_case(rng, 6, 12), _decode_case(rng, 4, 1, how="never")]
 
 
-def greedy_decode(next_log_probs, bos=1, eos=2, max_len=10):
-    """The likeliest next token (ties: the smallest id) until eos, at most max_len tokens.
-    Returns the tokens after bos, eos included when it came: (L,) int, L <= max_len."""
-    tokens = [bos]
-    for _ in range(max_len):
-        tokens.append(int(np.argmax(next_log_probs(np.array([tokens]))[0])))  # prefixes (1, t)
-        if tokens[-1] == eos:
-            break
-    return np.array(tokens[1:], dtype=np.int64)
-
-
 def _greedy_with(next_log_probs, bos=1, eos=2, max_len=10, *, stop_at_eos=True,
                  keep_bos=False, keep_eos=True, bos_counted=False):
     """``greedy_decode`` with a mistake: no stop at eos, bos returned, eos dropped, bos
@@ -636,40 +626,6 @@ DECODE_FEATURES = shape_features(**{
         lambda c: "beam_size" in c and _live_beats_finished(c),
     "the finished output with the best raw score loses after length normalisation":
         lambda c: "beam_size" in c and c["alpha"] != 0 and _normalisation_decides(c)})
-
-
-def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
-    """Beam search on sums of log-probabilities, with length normalisation.
-
-    Each step, every live beam (a prefix starting with bos; one at first) proposes every
-    token: candidate score = beam score + log p(token | prefix). The beam_size best
-    candidates of all live beams together are kept (ties: the earlier candidate in (beam
-    index, token id) order, beams ranked best first). A kept candidate that ends with eos is
-    finished: it leaves the beam and is never extended; the others are the next live beams.
-    Stops after max_len steps or when no live beam is left. Then among the finished
-    sequences (or, if none finished, the live ones) returns the one with the highest
-    score / length ** alpha, length = number of generated tokens including eos (ties: the one
-    finished first): its tokens after bos, (L,) int, and that normalised score. With
-    beam_size 1 this is greedy decoding.
-    """
-    beams = np.full((1, 1), bos, dtype=np.int64)  # (n, t) live prefixes, best first
-    scores = np.zeros(1)  # (n,) their summed log-probabilities
-    finished = []  # (tokens after bos, score), in the order they finished
-    for _ in range(max_len):
-        logp = next_log_probs(beams)  # (n, V)
-        cand = (scores[:, None] + logp).ravel()  # (n*V,)
-        kept = np.argsort(-cand, kind="stable")[:beam_size]  # best first; ties keep (beam, token)
-        beam, token = np.divmod(kept, logp.shape[1])
-        seqs = np.concatenate([beams[beam], token[:, None]], axis=1)  # (k, t+1)
-        done = token == eos
-        finished += list(zip(seqs[done, 1:], cand[kept][done]))
-        beams, scores = seqs[~done], cand[kept][~done]
-        if not len(beams):
-            break
-    pool = finished or list(zip(beams[:, 1:], scores))
-    normalised = [score / len(tokens) ** alpha for tokens, score in pool]
-    best = int(np.argmax(normalised))  # the first of equal ones
-    return pool[best][0], np.float64(normalised[best])
 
 
 def _beam_with(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0, *,

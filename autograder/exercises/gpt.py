@@ -14,11 +14,12 @@ from autograder.judge.exercise import Mistake, exercise_maker
 from autograder.judge.features import shape_features
 from course_lib.attention import attention_forward, causal_mask, merge_heads, mha_forward, split_heads
 from course_lib.layernorm import ffn_forward, layernorm_forward
+from course_lib.decoding import next_token_probs
 from course_lib.softmax import softmax
 from course_lib.transformer import gpt_block, gpt_forward
 
-FORBIDDEN = ("course_lib.transformer", "course_lib.generate", "course_lib.train",
-             "course_lib.scaling", "course_lib.scaling_runs")
+FORBIDDEN = ("course_lib.transformer", "course_lib.generate", "course_lib.decoding",
+             "course_lib.train", "course_lib.scaling", "course_lib.scaling_runs")
 
 
 # ============================================================================ weights
@@ -173,27 +174,6 @@ STEP_EQUIVALENT = {**CAUSAL_EQUIVALENT, **SELF_EQUIVALENT, **FORWARD_EQUIVALENT}
 
 
 # ============================================================================ the die
-def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
-    """The distribution of the next token, logits (B, V) -> probs (B, V): softmax of
-    logits / temperature, then top-k (the k likeliest tokens kept), then top-p (the fewest
-    likeliest tokens whose probability adds up to at least top_p; the token that crosses it
-    is kept), each followed by renormalising what is kept. The solution's code."""
-    probs = softmax(logits / temperature, axis=-1)
-    if top_k is not None:
-        kth = np.sort(probs, axis=-1)[:, -top_k][:, None]  # (B, 1): the k-th largest
-        probs = np.where(probs >= kth, probs, 0.0)
-        probs = probs / probs.sum(axis=-1, keepdims=True)
-    if top_p is not None:
-        order = np.argsort(-probs, axis=-1, kind="stable")  # likeliest first
-        sorted_p = np.take_along_axis(probs, order, axis=-1)
-        before = np.cumsum(sorted_p, axis=-1) - sorted_p  # mass of the likelier tokens
-        keep = np.zeros(probs.shape, dtype=bool)
-        np.put_along_axis(keep, order, before < top_p, axis=-1)
-        probs = np.where(keep, probs, 0.0)
-        probs = probs / probs.sum(axis=-1, keepdims=True)
-    return probs
-
-
 def die_with(logits, temperature=1.0, top_k=None, top_p=None, *, tempered=True,
              k_shift=0, keep_crossing=True, keep_first=True, p_before_k=False,
              renormalise=True, ascending=False, after_softmax=False):
