@@ -31,20 +31,26 @@ def _resolve(name: str, modules: dict) -> str | None:
     return None
 
 
+def _imports(path: Path) -> list[tuple[str, list[str]]]:
+    """(module, the names taken from it) for every import in ``path``, at the top or inside a
+    function; ``import a.b`` takes no name."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(a.name, []) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.append((node.module, [a.name for a in node.names]))
+    return found
+
+
 def import_graph(package: str) -> dict[str, set[str]]:
     """module -> the modules of ``package`` it imports (at the top or inside a function)."""
     modules = _modules(package)
     graph = {}
     for name, path in modules.items():
         targets = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                named = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                named = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-            else:
-                continue
-            for n in named:
+        for module, taken in _imports(path):
+            for n in [module] + [f"{module}.{t}" for t in taken]:
                 target = _resolve(n, modules)
                 while target and target != package:  # the packages above run first
                     targets.add(target)
@@ -100,27 +106,16 @@ def test_no_module_imports_a_private_name_of_another():
     taken = []
     for package in ("autograder", "course_lib"):
         for name, path in _modules(package).items():
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(package):
-                    taken += [f"{name}: {node.module}.{a.name}" for a in node.names
-                              if a.name.startswith("_") and not a.name.startswith("__")]
+            for module, names in _imports(path):
+                if module.startswith(package):
+                    taken += [f"{name}: {module}.{t}" for t in names
+                              if t.startswith("_") and not t.startswith("__")]
     assert not taken, taken
 
 
 def test_the_circle_finder_finds_a_circle():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert circles({"a": {"b"}, "b": set()}) == []
-
-
-def _imports_of(path: Path) -> set[str]:
-    """Every module ``path`` imports, at the top or inside a function."""
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and not node.level:
-            names.add(node.module)
-    return names
 
 
 def test_the_kernel_imports_only_itself_numpy_and_the_standard_library():
@@ -130,10 +125,10 @@ def test_the_kernel_imports_only_itself_numpy_and_the_standard_library():
     import sys
     allowed = set(sys.stdlib_module_names) | {"numpy", "IPython", "__future__"}
     outside = {f"{path.name}: {name}" for path in (ROOT / "autograder" / "kernel").glob("*.py")
-               for name in _imports_of(path)
+               for name, _ in _imports(path)
                if name.split(".")[0] not in allowed and not name.startswith("autograder.kernel")}
     assert not outside, outside
-    assert _imports_of(ROOT / "autograder" / "__init__.py") <= {"autograder.kernel", "autograder.kernel.cases",
+    assert {module for module, _ in _imports(ROOT / "autograder" / "__init__.py")} <= {"autograder.kernel", "autograder.kernel.cases",
                                                                "autograder.check_cell",
                                                                "autograder.grading", "course_lib.runmode"}
 
