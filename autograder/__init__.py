@@ -1,4 +1,6 @@
-"""The course's grader. Its learner-facing API, imported by every notebook's set-up cell:
+"""The grader's learner-facing API, which every notebook's set-up cell imports. [learner's kernel]
+
+The course's grader, as the notebooks call it:
 
     check(id, globals())       the check cell: public cases, advice at once (``check_cell``)
     show_case(id, number)      one public case, to look at (``check_cell``)
@@ -19,6 +21,8 @@ def check(exercise_id, namespace):
     if grading_folder() is not None:  # in the sandbox, where check_cell is not staged
         print("Check cells do nothing while the notebook is graded.")
         return
+    # lazy: check_cell imports the judge and the registry, absent from the sandbox (which imports
+    # this file); they load at the first check
     from autograder.check_cell import check as run_check
 
     run_check(exercise_id, namespace)
@@ -29,18 +33,19 @@ def show_case(exercise_id, number):
     if grading_folder() is not None:
         print("show_case does nothing while the notebook is graded.")
         return None
-    from autograder.check_cell import show_case as show
+    from autograder.check_cell import show_case as show  # lazy: as in ``check``
 
     return show(exercise_id, number)
 
 
 def submit(notebook, assignment=None, as_json=False):
     """Grade a saved notebook and print the score table (see ``autograder.grading.submit``)."""
+    # lazy: the sandbox imports this file with autograder.kernel alone; submit never runs there
     from course_lib.runmode import mode
 
     if mode() != "full":  # the notebook is itself being graded or tested: never recurse
         print(f"submit() skipped in {mode()} mode.")
         return None
-    from autograder.grading import submit as grade_and_print
+    from autograder.grading import submit as grade_and_print  # lazy: nbgrader, seconds to import
 
     return grade_and_print(notebook, assignment, as_json)

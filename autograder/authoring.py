@@ -1,4 +1,4 @@
-"""Build the cells of a solution notebook (for authors; the committed .ipynb is the source).
+"""Build the cells of a solution notebook (for authors; the committed .ipynb is the source). [trusted]
 
 >>> nb.cells += [solution_cell("def f(x):\\n    return x", "warmup.f"),
 ...              check_cell("warmup.f"), graded_cell("warmup.f")]

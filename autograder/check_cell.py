@@ -1,14 +1,22 @@
-"""The check cell and ``show_case``, in the learner's own kernel: the public cases, the judge's
-advice and a picture of the first failing case, at once. Never staged in the grading sandbox,
-and nothing here decides a grade.
+"""The check cell and ``show_case``: the public cases and the judge's advice. [learner's kernel]
+
+In the learner's own kernel: the public cases, the judge's advice and a picture of the first
+failing case. Never staged in the grading sandbox, and nothing here decides a grade.
 """
 from __future__ import annotations
 
 import copy
 import warnings
 
+import numpy as np
+
+from autograder.exercises import by_function, get
+from autograder.judge.features import in_words
+from autograder.judge.verdict import helper_note, judge
 from autograder.kernel.cases import DIAGNOSIS_SECONDS, grading_folder, run_cases
+from autograder.kernel.repair import CHECK_SECONDS, decode_fixes, fixes
 from autograder.kernel.transport import as_outputs
+from autograder.picture import show_first_failure
 
 
 def check(exercise_id: str, namespace: dict) -> None:
@@ -19,9 +27,6 @@ def check(exercise_id: str, namespace: dict) -> None:
     if grading_folder() is not None:
         print("Check cells do nothing while the notebook is graded.")
         return
-    from autograder.exercises import get
-    from autograder.judge.verdict import judge
-
     ex = get(exercise_id)
     cases = ex.public_cases()
     results = run_cases(namespace, ex.function, ex.call, cases, signature=ex.signature)
@@ -35,20 +40,17 @@ def check(exercise_id: str, namespace: dict) -> None:
     lines = list(verdict.messages) if verdict.passed < verdict.total else []
     failing = {h for h in ex.helpers if not _passes_public_cases(h, exercise_id, namespace)}
     if failing:
-        from autograder.judge.verdict import helper_note
         lines.append(helper_note(ex, failing))
     lines += advice
     mark = "\u2718" if verdict.passed < verdict.total or advice else "\u2714"
     print(f"{mark} {ex.function}: " + "\n  ".join(line for line in lines if line)
           + f"\n  To look at a failing case: show_case({exercise_id!r}, <case number>).")
     if verdict.passed < verdict.total:
-        from autograder.picture import show_first_failure  # the learner's kernel only, never staged
         show_first_failure(ex, cases, results)
 
 
 def _public_fixes(ex, namespace: dict, cases: list) -> list:
     """The check cell's search for one edit that fixes the learner's code on the public cases."""
-    from autograder.kernel.repair import CHECK_SECONDS, decode_fixes, fixes
     probes, wants = ex.probes()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -64,10 +66,6 @@ def show_case(exercise_id: str, number: int) -> dict | None:
     if grading_folder() is not None:
         print("show_case does nothing while the notebook is graded.")
         return None
-    import numpy as np
-    from autograder.exercises import get
-    from autograder.judge.features import in_words
-
     ex = get(exercise_id)
     cases = ex.public_cases()
     if not 1 <= number <= len(cases):
@@ -88,9 +86,6 @@ def show_case(exercise_id: str, number: int) -> dict | None:
 
 def _passes_public_cases(function: str, exercise_id: str, namespace: dict) -> bool:
     """Whether the exercise of ``function`` (same topic as ``exercise_id``) passes its public cases."""
-    from autograder.exercises import by_function
-    from autograder.judge.verdict import judge
-
     ex = by_function(exercise_id, function)
     if ex is None:
         return True

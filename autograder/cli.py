@@ -1,4 +1,4 @@
-"""The ``autograder`` command: generate, submit, grade.
+"""The ``autograder`` command: generate, submit, grade. [trusted]
 
     autograder generate [ASSIGNMENT ...]           regenerate notebooks/ from solutions/
     autograder submit NOTEBOOK [--json]            grade one notebook (exit 1 below full marks)
@@ -11,14 +11,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
+from autograder.paths import REPO
 from autograder.startup import quiet, skip_slow_imports
 
 
+# Each command imports what it runs, inside its function: the grader's modules import nbgrader
+# (seconds), which ``autograder --help`` and ``instructor-mode`` never need.
+
+
 def cmd_generate(args) -> int:
-    from autograder.release import generate
+    from autograder.release import generate  # lazy: nbgrader (see above)
 
     for path in generate(args.assignments or None):
         print(f"wrote {path}")
@@ -26,6 +32,7 @@ def cmd_generate(args) -> int:
 
 
 def cmd_submit(args) -> int:
+    # lazy: nbgrader (see above)
     from autograder.grading import GradingError, grade_notebook
     from autograder.pipeline.sandbox import SandboxUnavailable
 
@@ -50,6 +57,7 @@ def cmd_submit(args) -> int:
 
 
 def cmd_validate(args) -> int:
+    # lazy: nbgrader (see above)
     from autograder.grading import GradingError
     from autograder.pipeline.sandbox import SandboxUnavailable
     from autograder.validate import CourseValidator
@@ -67,7 +75,7 @@ def cmd_validate(args) -> int:
 
 
 def cmd_instructor_mode(args) -> int:
-    from autograder.lab import set_instructor_mode
+    from autograder.lab import set_instructor_mode  # lazy: lab imports jupyter_server and tornado
 
     files = set_instructor_mode(args.state == "on")
     print(("wrote " if args.state == "on" else "removed ") + ", ".join(map(str, files)))
@@ -76,9 +84,7 @@ def cmd_instructor_mode(args) -> int:
 
 
 def cmd_grade(args) -> int:
-    import os
-
-    # light: the workers start first
+    # lazy, and light: the workers start before nbgrader is imported (``classroom.grade``)
     from autograder.classroom.grade import export_csv, grade_submissions
     from autograder.pipeline.sandbox import ISOLATION_ENV, SandboxUnavailable
 
@@ -97,7 +103,7 @@ def cmd_grade(args) -> int:
               "to continue.", file=sys.stderr)
         return 130
     except Exception as err:
-        from autograder.grading import GradingError
+        from autograder.grading import GradingError  # lazy: nbgrader, not needed unless it failed
         if not isinstance(err, (GradingError, SandboxUnavailable)):
             raise
         print(f"autograder: {err}", file=sys.stderr)
@@ -108,13 +114,11 @@ def cmd_grade(args) -> int:
 
 def _course_here() -> Path:
     """The nbgrader course directory to grade into: the working directory if it is one."""
-    from autograder.paths import REPO
-
     return Path.cwd() if Path("nbgrader_config.py").exists() else REPO
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="autograder", description=__doc__,
+    parser = argparse.ArgumentParser(prog="autograder", description=__doc__.replace(" [trusted]", "", 1),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 

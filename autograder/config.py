@@ -1,4 +1,4 @@
-"""The nbgrader configuration of the course, shared by every entry point.
+"""The nbgrader configuration of the course, shared by every entry point. [trusted]
 
 The repository root is an nbgrader course directory: ``solutions/`` is nbgrader's source
 directory and ``notebooks/`` its release directory, so ``nbgrader generate_assignment``,

@@ -1,35 +1,28 @@
-"""Grade one learner's notebook with real nbgrader, in a scratch course directory.
+"""Grade one learner's notebook with real nbgrader, in a scratch course [trusted]
 
-``grade_notebook`` generates the assignment from ``solutions/`` into a temporary course
-directory (so the gradebook holds the locked cells to restore), places the submission,
-repaired where it must be (``submission.prepare``), in ``submitted/``, runs ``autograde``
-(the sandboxed execution and ``JudgeOutputs`` included) and ``generate_feedback``, and reads
-the scores back from nbgrader's gradebook.
+``grade_notebook`` repairs the submission where it must be (``submission.prepare``), grades
+it in a scratch course generated from ``solutions/`` (``pipeline.course``: nbgrader's
+``autograde``, the sandboxed execution and the judge included, and ``generate_feedback``),
+and reads each exercise's score and messages from what nbgrader saved (``read_results``).
 """
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
-from nbgrader.api import Gradebook
-from traitlets.config import Config
 
-from autograder.config import SOLUTIONS, configure
+from autograder.config import SOLUTIONS
+from autograder.pipeline.course import Graded, GradingError, ScratchCourse
+from autograder.pipeline.judge_outputs import recorded_verdict
 from autograder.pipeline.plan import recorded_exercise
 from autograder.pipeline.sandbox import isolation
-from autograder.startup import quick_alembic_head
 from autograder.pipeline.submission import prepare
 
 STUDENT = "learner"
-
-
-class GradingError(RuntimeError):
-    """nbgrader could not grade the notebook; the message says why."""
 
 
 @dataclass
@@ -98,90 +91,56 @@ def _canonical_name(notebook: Path, assignment: str) -> str:
     raise GradingError(f"{notebook.name} is not one of {', '.join(names)}")
 
 
-def require_success(app_result: dict, what: str) -> None:
-    """Raise ``GradingError`` with nbgrader's log unless its step ``what`` succeeded."""
-    if not app_result.get("success"):
-        raise GradingError(f"nbgrader {what} failed:\n{app_result.get('error') or app_result.get('log')}")
-
-
-def new_course(root: Path):
-    """An nbgrader API object for a scratch course at ``root`` sharing our solutions/."""
-    from nbgrader.apps import NbGraderAPI
-
-    (root / "solutions").symlink_to(SOLUTIONS, target_is_directory=True)
-    (root / "nbgrader_config.py").write_text(  # so nbgrader's own commands work there too
-        "from pathlib import Path\nfrom autograder.config import configure\n"
-        "configure(get_config(), Path(__file__).resolve().parent)\n")
-    config = Config()
-    configure(config, root)
-    # a private exchange: the system-wide one may not exist, and nbgrader checks it on start
-    config.Exchange.root = str(root / "exchange")
-    (root / "exchange").mkdir()
-    return NbGraderAPI(config=config)
-
-
 def _graded_cells(nb) -> dict[str, tuple[str, object]]:
     """grade_id -> (exercise id, cell) for the graded cells of a notebook, in order."""
     return {cell.metadata["nbgrader"]["grade_id"]: (ex_id, cell)
             for cell in nb.cells if (ex_id := recorded_exercise(cell))}
 
 
-def read_results(root: Path, assignment: str, student: str, name: str) -> list[ExerciseResult]:
-    """Scores from the gradebook, messages from the autograded notebook's graded cells.
+def read_results(assignment: str, name: str, graded: Graded) -> list[ExerciseResult]:
+    """Each exercise's score (the gradebook's) and messages (the verdict ``JudgeOutputs`` left
+    in the autograded notebook's graded cell), from what nbgrader saved.
 
     Every graded cell of the assignment's source counts, so a learner who deletes one (or
     strips its metadata) gets 0 for it rather than a smaller maximum.
     """
     expected = _graded_cells(nbformat.read(SOLUTIONS / assignment / name, as_version=4))
-    present = _graded_cells(nbformat.read(root / "autograded" / student / assignment / name, as_version=4))
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        sub = gb.find_submission_notebook(Path(name).stem, assignment, student)
-        scores = {g.name: float(g.score) for g in sub.grades}
+    present = _graded_cells(nbformat.reads(graded.autograded, as_version=4))
     results = []
     for grade_id, (ex_id, source_cell) in expected.items():
         max_points = float(source_cell.metadata["nbgrader"]["points"])
-        if grade_id not in present:
+        verdict = recorded_verdict(present[grade_id][1]) if grade_id in present else None
+        if verdict is None:
             results.append(ExerciseResult(ex_id, 0.0, max_points, [
                 "The graded cell of this exercise is missing from the notebook: copy it back "
                 "from the released notebook, below your function."]))
             continue
-        cell = present[grade_id][1]
-        messages = [line for o in cell.outputs if o.output_type == "stream"
-                    for line in o.text.splitlines()[1:] if line.strip()]
-        results.append(ExerciseResult(ex_id, scores.get(grade_id, 0.0), max_points, messages))
+        results.append(ExerciseResult(ex_id, float(graded.scores.get(grade_id) or 0.0), max_points,
+                                      list(verdict["messages"])))
     return results
 
 
 def grade_notebook(notebook: str | Path, assignment: str | None = None,
                    feedback_to: str | Path | None = None) -> Result:
-    """Autograde one notebook; copy nbgrader's HTML feedback to ``feedback_to`` if given."""
+    """Autograde one notebook; write nbgrader's HTML feedback to ``feedback_to`` if given."""
     notebook = Path(notebook).resolve()
     if not notebook.is_file():
         raise GradingError(f"no such notebook: {notebook}")
     assignment = assignment or find_assignment(notebook)
     name = _canonical_name(notebook, assignment)
     isolated, isolation_note = isolation()
-    quick_alembic_head()  # saves the 3 s `alembic heads` subprocess per new gradebook
+    prepared = prepare(notebook, assignment, name)
     # nbgrader's gradebook warns about its own SQLAlchemy internals: nothing a learner can act on
     with tempfile.TemporaryDirectory(prefix="autograder-") as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        root = Path(tmp)
-        api = new_course(root)
-        require_success(api.generate_assignment(assignment), "generate_assignment")
-        dest = root / "submitted" / STUDENT / assignment
-        dest.mkdir(parents=True)
-        prepared = prepare(notebook, assignment, name)
-        nbformat.write(prepared.nb, dest / name)
-        require_success(api.autograde(assignment, STUDENT), "autograde")
-        exercises = read_results(root, assignment, STUDENT, name)
-        html = None
-        if feedback_to is not None:
-            require_success(api.generate_feedback(assignment, STUDENT), "generate_feedback")
-            feedback = root / "feedback" / STUDENT / assignment / (Path(name).stem + ".html")
-            shutil.copyfile(feedback, feedback_to)
-            html = str(Path(feedback_to).resolve())
+        graded = ScratchCourse(assignment, Path(tmp)).grade(prepared.nb, STUDENT, name,
+                                                             feedback=feedback_to is not None)
+    html = None
+    if feedback_to is not None:
+        Path(feedback_to).write_text(graded.feedback, encoding="utf-8")
+        html = str(Path(feedback_to).resolve())
     notes = prepared.notes + ([] if isolated else [isolation_note])
-    return Result(str(notebook), assignment, exercises, html, notes)
+    return Result(str(notebook), assignment, read_results(assignment, name, graded), html, notes)
 
 
 def submit(notebook: str | Path, assignment: str | None = None, as_json: bool = False) -> Result | None:
@@ -201,6 +160,6 @@ def submit(notebook: str | Path, assignment: str | None = None, as_json: bool = 
         print(result.table())
         for e in result.exercises:
             if e.points < e.max_points:
-                print(f"\n{e.id}:\n  " + "\n  ".join(e.messages))
+                print(f"\n{e.id}:\n  " + "\n  ".join(line for m in e.messages for line in m.splitlines()))
         print(f"\nFeedback report: {result.feedback_html}")
     return result

@@ -1,4 +1,4 @@
-"""The course in JupyterLab: a Validate button that asks the grader, and who sees which tools.
+"""The course in JupyterLab: a Validate button that asks the grader; who sees which tools. [trusted]
 
 **Validate.** nbgrader's toolbar button posts the notebook's path to ``/assignments/validate``.
 This server extension serves that URL (nbgrader's own ``validate_assignment`` extension is

@@ -1,4 +1,4 @@
-"""Where the course lives: the repository root, the instructor source and the release."""
+"""Where the course lives: the repository root, the instructor source and the release. [trusted]"""
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,13 +1,14 @@
-"""Where a matrix output is wrong, as a picture: drawn by the check cell in the learner's own kernel, never in the grading sandbox.
+"""Where a matrix output is wrong, as a picture, for the check cell. [learner's kernel]
 
-When a public case fails and an output is a matrix (attention weights, masks, scores,
-gradients ...), ``difference_figure`` draws the learner's output, the expected output and
-their difference side by side, so that a shifted diagonal, a transposed block or a wrong
-masked region is seen at once. Cells that differ beyond the exercise's tolerance carry a dot;
-cells the case's mask hides are grey and hatched as in ``course_lib.viz.plot_attention``.
+Drawn by the check cell in the learner's own kernel, never in the grading sandbox: when a
+public case fails and an output is a matrix (attention weights, masks, scores, gradients ...),
+``difference_figure`` draws the learner's output, the expected output and their difference
+side by side, so that a shifted diagonal, a transposed block or a wrong masked region is seen
+at once. Cells that differ beyond the exercise's tolerance carry a dot; cells the case's mask
+hides are grey and hatched as in ``course_lib.viz.plot_attention``.
 
-Nothing here decides a grade, and ``autograder.check_cell.check`` imports this module (and
-matplotlib) only when it has a failing case and a display to draw on.
+Nothing here decides a grade, and matplotlib is imported only when the check cell has a
+failing case and a display to draw on.
 """
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ import copy
 import warnings
 
 import numpy as np
+
+from autograder.judge.diagnose import close_per_output
+from autograder.kernel.transport import as_outputs
 
 NONFINITE_COLOR = "#ff00ff"  # magenta: NaN or inf, outside every colour map used here
 MARK_COLOR = "black"         # the dot on a cell beyond tolerance
@@ -44,7 +48,7 @@ def axis_names_for(name: str, exercise_id: str | None = None) -> tuple[str, str]
 
 def _masked_color() -> str:
     try:
-        from course_lib.style import MASKED_COLOR
+        from course_lib.style import MASKED_COLOR  # lazy and guarded: this module works without course_lib
         return MASKED_COLOR
     except Exception:  # course_lib absent or its import fails: the same grey, stated here
         return MASKED_FALLBACK
@@ -78,6 +82,7 @@ def _ticks(ax, rows: int, cols: int) -> None:
 
 def _hatch(ax, cells: np.ndarray, fill: str | None):
     """Hatch ``cells`` (boolean, 2-D); fill them with ``fill`` (None: outline only)."""
+    # lazy: matplotlib (0.5 s) only when a figure is drawn, as in ``difference_figure``
     from matplotlib.collections import PatchCollection
     from matplotlib.patches import Rectangle
 
@@ -104,7 +109,7 @@ def difference_figure(name, got, want, axis_names=None, mask=None, title=None,
     dot in the difference panel. Returns the matplotlib Figure (the caller shows and closes
     it), or None when the shapes differ or the output is not a matrix.
     """
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: 0.5 s, only when a check has a matrix to draw
 
     got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape or want.ndim < 2:
@@ -186,14 +191,12 @@ def show_first_failure(ex, cases: list, results: list) -> None:
     shape (``difference_figure``); elsewhere (plain Python, a terminal) nothing. Only a
     picture: the check cell's text is the verdict, so a failure here stays silent."""
     try:
-        from IPython import get_ipython
+        from IPython import get_ipython  # lazy: IPython (0.1 s outside a kernel) only to find one
         shell = get_ipython()
         if shell is None or not hasattr(shell, "kernel"):
             return  # no display: the text alone
-        from IPython.display import display
+        from IPython.display import display  # lazy: as above
 
-        from autograder.judge.diagnose import close_per_output
-        from autograder.kernel.transport import as_outputs
         for number, (case, got) in enumerate(zip(cases, results), start=1):
             if isinstance(got, str):
                 continue  # it raised: no output to draw
@@ -201,7 +204,7 @@ def show_first_failure(ex, cases: list, results: list) -> None:
             for i, ok in enumerate(close_per_output(ex, got, want)):
                 if ok or np.ndim(want[i]) < 2 or np.shape(got[i]) != np.shape(want[i]):
                     continue
-                # matplotlib is imported here only, which keeps the check cell's start fast
+                # lazy: matplotlib (0.5 s) is imported here only, which keeps the check cell's start fast
                 import matplotlib.pyplot as plt
                 name = ex.name_of(i)
                 with warnings.catch_warnings():

@@ -1,4 +1,4 @@
-"""Generate the learners' notebooks (``notebooks/``) from the instructor source (``solutions/``).
+"""Generate the learners' notebooks (``notebooks/``) from the source (``solutions/``). [trusted]
 
 This is ``nbgrader generate_assignment`` with the course configuration: solution regions
 become ``raise NotImplementedError()``, graded cells are locked and checksummed, outputs are
@@ -9,7 +9,11 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from autograder.config import REPO, SOLUTIONS
+from nbgrader.apps import NbGraderAPI
+from traitlets.config import Config
+
+from autograder.config import REPO, SOLUTIONS, configure
+from autograder.pipeline.course import GradingError, new_course, require_success
 
 
 def assignments() -> list[str]:
@@ -22,12 +26,6 @@ def generate(names: list[str] | None = None, root: Path = REPO) -> list[Path]:
     With ``root`` the repository they go to ``notebooks/``; with another folder (a scratch
     course) to ``<root>/release/``.
     """
-    from autograder.grading import GradingError, new_course, require_success
-    from nbgrader.apps import NbGraderAPI
-    from traitlets.config import Config
-
-    from autograder.config import configure
-
     names = names or assignments()
     unknown = sorted(set(names) - set(assignments()))
     if unknown:

@@ -1,4 +1,4 @@
-"""How every grading process starts: quiet logs, slow imports skipped, no ``alembic`` process.
+"""How every grading process starts: quiet logs, no slow imports, no ``alembic`` process. [trusted]
 
 Trusted side: the ``autograder`` command, one-notebook grading and every class worker call
 these first.
@@ -6,6 +6,7 @@ these first.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -35,8 +36,7 @@ def quick_alembic_head() -> None:
     gradebook, only to learn the newest revision of its own migration scripts; every
     worker's scratch course and every new course would pay it. The scripts name it plainly.
     """
-    import re
-
+    # lazy: nbgrader takes seconds, and ``skip_slow_imports`` must run before it is imported
     import nbgrader.api
     from nbgrader.dbutil import ALEMBIC_DIR
 

@@ -1,4 +1,4 @@
-"""nbgrader's "Validate", answered by the course's grader.
+"""nbgrader's "Validate", answered by the course's grader. [trusted]
 
 nbgrader's ``Validator`` runs the notebook and passes every graded cell that does not raise.
 The course's graded cells never raise: they only record what the learner's functions return,
@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import textwrap
 
+import nbgrader.apps.validateapp
 from nbconvert.filters import ansi2html
 from nbgrader.validator import Validator
 
@@ -71,6 +72,4 @@ def use_for_nbgrader_validate() -> None:
     another class (``Validator.preprocessors`` is not configurable either), so the name is
     rebound; ``nbgrader_config.py`` calls this, before the app's ``start`` looks the name up.
     """
-    import nbgrader.apps.validateapp
-
     nbgrader.apps.validateapp.Validator = CourseValidator

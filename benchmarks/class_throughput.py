@@ -33,7 +33,7 @@ from nbformat.v4 import new_code_cell
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from autograder.grading import new_course  # noqa: E402
+from autograder.pipeline.course import new_course  # noqa: E402
 from autograder.pipeline.sandbox import ISOLATION_ENV  # noqa: E402
 
 ASSIGNMENT, NOTEBOOK = "02_attention", "attention.ipynb"

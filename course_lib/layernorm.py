@@ -20,6 +20,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from course_lib.attention import MultiHeadAttention
+
 EPS = 1e-5
 
 
@@ -179,7 +181,6 @@ class _CausalSelfAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int):
         super().__init__()
-        from course_lib.attention import MultiHeadAttention  # attention is its own concept
         self.attention = MultiHeadAttention(d_model, n_heads)
 
     def forward(self, x):  # (B, T, d_model)

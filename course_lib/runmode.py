@@ -41,6 +41,7 @@ def progress(iterable, **kwargs):
 
     >>> for step in progress(range(steps), desc="training"): ...
     """
+    # lazy: tqdm.auto takes 0.1 s; every notebook imports this module, some never show a bar
     from tqdm.auto import tqdm
 
     return tqdm(iterable, disable=mode() != "full", **kwargs)

@@ -241,7 +241,7 @@ def plot_power_law(n, loss, fit=None, published=None):
     KAPLAN_ALPHA_N), drawn with its slope only, through the middle of the data: its level
     belongs to another data set and tokenizer, only its exponent is comparable.
     """
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: 0.5 s, for the plot alone; the references are numpy
 
     n, loss = np.asarray(n, float), np.asarray(loss, float)
     grid = np.geomspace(n.min(), n.max(), 50)

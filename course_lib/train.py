@@ -257,7 +257,7 @@ def results_table(results: dict) -> str:
 
 def plot_results(results: dict):
     """Bar chart of validation bits per character (lower is better); returns the figure."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib only where a plot is asked for
 
     fig, ax = plt.subplots(figsize=(7, 3))
     names = list(results)

@@ -67,7 +67,7 @@ def attention_explorer(examples, masks=None):
     boolean (T_q, T_k)}, drawn grey. Returns the widget; for a course model with every layer,
     use ``course_lib.explorer.explore``.
     """
-    from course_lib.explorer import explore
+    from course_lib.explorer import explore  # lazy: anywidget (0.2 s), for the explorer alone
 
     field = lambda i: {name: ex[i] for name, ex in examples.items() if len(ex) > i}  # noqa: E731
     return explore(field(0), tokens={name: ex[1:3] for name, ex in examples.items()},
@@ -245,6 +245,7 @@ class LivePlot:
 
     def update(self, history: dict) -> None:
         try:
+            # lazy: IPython, in a notebook only (the one place a live plot is drawn)
             from IPython import get_ipython
             from IPython.display import display
         except ImportError:  # pragma: no cover - IPython comes with jupyterlab

@@ -22,7 +22,7 @@ import pytest
 from nbformat.v4 import new_code_cell
 
 from autograder.classroom.journal import Journal
-from autograder.grading import new_course
+from autograder.pipeline.course import new_course
 from helpers import NOTEBOOKS, SOLUTIONS, mutant
 
 ASSIGNMENT = "00_start_here"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from autograder.classroom.grade import grade_class
-from autograder.grading import new_course
+from autograder.pipeline.course import new_course
 from helpers import NOTEBOOKS, SOLUTIONS, mutant
 
 SOLUTION = SOLUTIONS / "00_start_here" / "start_here.ipynb"

@@ -17,7 +17,7 @@ import pytest
 
 from autograder.classroom.grade import grade_submissions
 from autograder.classroom.journal import Journal
-from autograder.grading import new_course
+from autograder.pipeline.course import new_course
 from helpers import NOTEBOOKS, SOLUTIONS, mutant
 
 distributed = pytest.importorskip("distributed")

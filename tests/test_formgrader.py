@@ -25,7 +25,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell
 
 from autograder.classroom.grade import grade_submissions
-from autograder.grading import new_course
+from autograder.pipeline.course import new_course
 from autograder.lab import set_instructor_mode
 from helpers import SOLUTIONS, mutant
 

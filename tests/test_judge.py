@@ -1,6 +1,10 @@
 """The judge scores cases and names mistakes; the check cell advises."""
-import numpy as np
+import importlib
 
+import numpy as np
+import pytest
+
+from autograder.exercises import all_exercises, get, topics
 from autograder.judge.exercise import Exercise, Mistake, as_outputs
 from autograder.judge.verdict import judge
 from autograder.kernel.transport import NOT_IMPLEMENTED
@@ -11,8 +15,8 @@ def _cases(rng, hidden):
     return [dict(x=rng.normal(size=(3, 4))) for _ in range(3 if hidden else 2)]
 
 
-EX = Exercise("demo.double", "double", "double(x) -> y", cases=_cases, reference=lambda x: 2 * x,
-              points=3, output_names=("y",),
+EX = Exercise(id="demo.double", function="double", signature="double(x) -> y", cases=_cases,
+              reference=lambda x: 2 * x, points=3, output_names=("y",),
               mistakes=[Mistake("tripled instead of doubled", "multiply by 2.", wrong=lambda x: 3 * x)])
 
 
@@ -57,6 +61,21 @@ def test_wrong_shape_and_errors_are_reported():
 def test_not_implemented_says_so():
     v = judge(EX, CASES, [NOT_IMPLEMENTED] * 5)
     assert v.points == 0 and v.messages == ["`double` is not implemented yet."]
+
+
+def test_an_exercise_is_declared_with_keywords_only():
+    with pytest.raises(TypeError):
+        Exercise("demo.double", "double", "double(x) -> y", _cases, lambda x: 2 * x)
+
+
+def test_every_registered_exercise_is_found_by_its_id_under_its_topic():
+    exercises = all_exercises()
+    assert exercises and len({ex.id for ex in exercises}) == len(exercises)
+    for topic in topics():
+        for ex in importlib.import_module(f"autograder.exercises.{topic}").EXERCISES:
+            assert ex.id.startswith(f"{topic}."), (topic, ex.id)
+    for ex in exercises:
+        assert get(ex.id) is ex, ex.id
 
 
 def test_graded_cases_depend_on_the_key_and_public_cases_do_not():

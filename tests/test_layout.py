@@ -1,12 +1,15 @@
 """The layout holds: no circle among the imports of ``course_lib`` or of ``autograder``, imports
 inside functions included (each module above the modules it builds on), and no module takes a
-private name (``_run``) of another.
+private name (``_run``) of another. Every module says in its first line what it is for (and, in
+``autograder``, on which side it runs), and every import inside a function says why it is there.
 
 The graph is read from the source with ``ast``: ``import course_lib.x``, ``from course_lib import
 x`` and ``from course_lib.x import y`` each draw an arrow to the module named, and to the
 packages above it, whose ``__init__`` Python runs first.
 """
 import ast
+import io
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,15 +34,42 @@ def _resolve(name: str, modules: dict) -> str | None:
     return None
 
 
+def _import_runs(tree: ast.AST) -> list[tuple[bool, list[ast.stmt]]]:
+    """Every run of consecutive import statements in ``tree``, at the top or inside a function,
+    with whether it is inside a function."""
+    runs = []
+
+    def visit(node, inside):
+        inside = inside or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for value in ast.iter_fields(node):
+            items = value[1] if isinstance(value[1], list) else [value[1]]
+            run = []
+            for item in items:
+                if isinstance(item, (ast.Import, ast.ImportFrom)):
+                    run.append(item)
+                    continue
+                if run:
+                    runs.append((inside, run))
+                    run = []
+                if isinstance(item, ast.AST):
+                    visit(item, inside)
+            if run:
+                runs.append((inside, run))
+
+    visit(tree, False)
+    return runs
+
+
 def _imports(path: Path) -> list[tuple[str, list[str]]]:
     """(module, the names taken from it) for every import in ``path``, at the top or inside a
     function; ``import a.b`` takes no name."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found += [(a.name, []) for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            found.append((node.module, [a.name for a in node.names]))
+    for _, run in _import_runs(ast.parse(path.read_text())):
+        for node in run:
+            if isinstance(node, ast.Import):
+                found += [(a.name, []) for a in node.names]
+            elif node.module and not node.level:
+                found.append((node.module, [a.name for a in node.names]))
     return found
 
 
@@ -141,3 +171,69 @@ def test_the_sandbox_stages_exactly_the_kernel_folder():
     kernel = {f"kernel/{p.name}" for p in (ROOT / "autograder" / "kernel").glob("*.py")}
     assert staged == {"__init__.py"} | kernel
     assert {"kernel/cases.py", "kernel/repair.py", "kernel/__init__.py"} <= staged
+
+
+# ------------------------------------------------------------- what each module says of itself
+SANDBOX, LEARNER, JUDGE, TRUSTED = "[sandbox]", "[learner's kernel]", "[trusted; also the check cell]", "[trusted]"
+# the side of every module in a folder of autograder (its __init__ included) ...
+SIDE_OF_FOLDER = {"kernel": SANDBOX, "judge": JUDGE, "exercises": JUDGE, "pipeline": TRUSTED,
+                  "classroom": TRUSTED}
+# ... and of every module at the top, each chosen by reading it, and the folders' exceptions
+SIDE_OF_MODULE = {
+    "autograder": LEARNER, "autograder.check_cell": LEARNER,
+    "autograder.picture": LEARNER,  # drawn by the check cell only
+    "autograder.lab": TRUSTED,  # the Jupyter server's extension: it runs ``autograder validate``
+    **{f"autograder.{name}": TRUSTED for name in ("authoring", "cli", "config", "grading", "paths",
+                                                  "release", "startup", "validate")},
+    "autograder.judge.adequacy": TRUSTED,  # for authors and the tests, never in the check cell
+}
+
+
+def _first_line(path: Path) -> str:
+    doc = ast.get_docstring(ast.parse(path.read_text()), clean=False) or ""
+    return doc.split("\n")[0].strip()
+
+
+def _side(module: str) -> str | None:
+    """The tag ``module``'s first line ends with: its own, else its folder's (none at the top)."""
+    parts = module.split(".")
+    return SIDE_OF_MODULE.get(module) or (SIDE_OF_FOLDER.get(parts[1]) if len(parts) > 1 else None)
+
+
+def test_every_autograder_module_says_what_it_is_for_and_its_side():
+    """The docstring's first line says what the module is for and ends with its side's tag."""
+    wrong = {name: (_side(name), _first_line(path)) for name, path in _modules("autograder").items()
+             if _side(name) is None or not _first_line(path).endswith(_side(name))
+             or not _first_line(path).removesuffix(_side(name)).strip()}
+    assert not wrong, "\n".join(f"{name}: wants {side}: {line!r}" for name, (side, line) in sorted(wrong.items()))
+
+
+def test_every_course_lib_module_says_what_it_is_for():
+    silent = [name for name, path in _modules("course_lib").items() if not _first_line(path)]
+    assert not silent, silent
+
+
+def _comment_lines(source: str) -> tuple[set[int], set[int]]:
+    """(lines holding a comment, lines holding nothing but one)."""
+    comments = {t.start[0] for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                if t.type == tokenize.COMMENT}
+    lines = source.splitlines()
+    return comments, {n for n in comments if lines[n - 1].lstrip().startswith("#")}
+
+
+def test_every_import_inside_a_function_says_why():
+    """An import inside a function keeps start-up fast, or keeps the sandbox's imports to
+    ``autograder.kernel``; a comment on its line, or on the line above it (or above the first of a
+    run of imports) says which."""
+    silent = []
+    for package in ("autograder", "course_lib"):
+        for path in _modules(package).values():
+            source = path.read_text()
+            comments, comment_lines = _comment_lines(source)
+            for inside, run in _import_runs(ast.parse(source)):
+                if not inside or run[0].lineno - 1 in comment_lines:
+                    continue
+                silent += [f"{path.relative_to(ROOT)}:{node.lineno}" for node in run
+                           if node.lineno - 1 not in comment_lines
+                           and not comments & set(range(node.lineno, node.end_lineno + 1))]
+    assert not silent, silent

@@ -13,7 +13,7 @@ import pytest
 from nbformat.v4 import new_code_cell
 
 from autograder.classroom.grade import grade_class
-from autograder.grading import new_course
+from autograder.pipeline.course import new_course
 from helpers import SOLUTIONS, grade, mutant
 from test_adversarial import HONEST_SOFTMAX, TOUCH_FILES, guarded, submission  # noqa: F401
 

@@ -1,14 +1,15 @@
-"""Grade a whole class: in parallel, resumably, into an nbgrader course directory.
+"""Grade a whole class in parallel, resumably, into an nbgrader course directory [trusted]
 
 ``grade_class`` takes nbgrader's ``submitted/<student>/<assignment>/`` layout (what
 ``nbgrader collect`` makes), a flat folder of ``<student>.ipynb`` files, a folder of
 ``<student>/<anything>.ipynb``, or a .zip of any of these. Each learner's file is copied
-unchanged into the course's ``submitted/`` and graded by a worker (``worker.py``): one per
-``--jobs`` here, or the workers of a Dask cluster (``distributed.py``). Every kernel runs in
-its own sandbox; a submission past ``time_limit`` seconds is stopped and reported, and the
-others go on. The instructor's process alone writes the results, one submission at a time,
-journal first (``gradebook_io.py``), so an interrupted run continues where it stopped when
-the same command is run again: what was graded is not graded twice.
+unchanged into the course's ``submitted/``, prepared here (``submission.prepare``) and graded
+by a worker (``worker.py``): one per ``--jobs`` here, or the workers of a Dask cluster
+(``pools.py``). Every kernel runs in its own sandbox; a submission past ``time_limit``
+seconds is stopped and reported, and the others go on. The instructor's process alone writes
+the results, one submission at a time, journal first (``journal.py``), so an interrupted run
+continues where it stopped when the same command is run again: what was graded is not
+graded twice.
 
 The results are nbgrader's: ``autograded/``, ``feedback/``, the gradebook, so the formgrader,
 ``nbgrader generate_feedback``, ``release_feedback`` and ``export`` work on them as usual.
@@ -27,7 +28,7 @@ from queue import Queue
 from tqdm import tqdm
 
 # Light imports only: the workers start before nbgrader and nbconvert are imported here.
-from autograder.classroom.journal import Journal, course_config, place_submission, record
+from autograder.classroom.journal import JOURNALLED, RECORDED, Journal, course_config, place_submission
 from autograder.classroom.jobs import Outcome, Task, job_digest
 from autograder.paths import REPO, SOLUTIONS
 from autograder.pipeline.sandbox import isolation
@@ -56,7 +57,7 @@ def find_submissions(folder: Path, assignment: str, notebook: str) -> dict[str, 
             student = rel[0]
         found.setdefault(student, []).append(nb)
     if not found:
-        from autograder.grading import GradingError
+        from autograder.pipeline.course import GradingError  # lazy: it imports nbgrader (see above)
         raise GradingError(f"no notebooks found in {folder}")
     return {s: [p for p in paths if p.name == notebook] or paths for s, paths in found.items()}
 
@@ -122,21 +123,24 @@ class LocalPool:
             process.close(kill=False)
 
 
-def make_task(folder: Path, student: str, assignment: str, name: str) -> Task:
-    """The job of grading ``folder/name``, with the key of its cases (never the secret)."""
-    from nbformat import v4 as nbformat_v4
+def make_task(folder: Path, student: str, assignment: str, name: str) -> Task | Outcome:
+    """The job of grading ``folder/name``: the notebook prepared for grading, with the key of its
+    cases (never the secret); or a failed ``Outcome`` saying why it could not be prepared."""
+    # lazy: nbformat and the pipeline load while the workers start (see the imports above)
+    import nbformat
 
     from autograder.pipeline.plan import submission_key
     from autograder.pipeline.submission import prepare
 
     stamp = folder / "timestamp.txt"
     content = (folder / name).read_bytes()
+    digest = job_digest(content, assignment, name)
     try:
-        key = submission_key(prepare(folder / name, assignment, name).nb)  # as the worker sees it
-    except Exception:  # the worker fails it too, and says why; its key does not matter then
-        key = submission_key(nbformat_v4.new_notebook())
-    return Task(student, assignment, name, content, job_digest(content, assignment, name),
-                stamp.read_text().strip() if stamp.exists() else None, key)
+        prepared = prepare(folder / name, assignment, name)
+    except Exception as err:  # a bug of ours must cost one submission, not the class
+        return Outcome(student, digest, False, reason=f"grading failed: could not prepare it ({err})"[:1500])
+    return Task(student, assignment, name, nbformat.writes(prepared.nb), prepared.notes, digest,
+                stamp.read_text().strip() if stamp.exists() else None, submission_key(prepared.nb))
 
 
 def grade_submissions(submissions: Path, assignment: str, course_root: Path = REPO, jobs: int = 2,
@@ -148,21 +152,19 @@ def grade_submissions(submissions: Path, assignment: str, course_root: Path = RE
         print(note, file=sys.stderr)
     names = sorted(p.name for p in (SOLUTIONS / assignment).glob("*.ipynb"))
     if len(names) != 1:
-        from autograder.grading import GradingError
+        from autograder.pipeline.course import GradingError  # lazy: it imports nbgrader (see above)
         raise GradingError(f"assignment {assignment!r} should hold one notebook, found {names}")
     name, course_root = names[0], Path(course_root).resolve()
     journal = Journal(course_root, assignment)
     if scheduler:
-        from autograder.classroom.pools import DaskPool
+        from autograder.classroom.pools import DaskPool  # lazy: Dask only for a cluster
         pool = DaskPool(scheduler, time_limit)
     else:  # the workers get ready while the submissions are looked at
         pool = LocalPool(jobs, time_limit, journal.log(), assignment)
     try:
-        config = course_config(course_root)
         quick_alembic_head()
-        _ensure_assignment(course_root, assignment, config)
-        summary, todo = _triage(Path(submissions), assignment, name, course_root, journal, config,
-                                retry_failed)
+        _ensure_assignment(course_root, assignment, journal.config)
+        summary, todo = _triage(Path(submissions), assignment, name, course_root, journal, retry_failed)
     except BaseException:
         pool.close(interrupted=True)
         raise
@@ -171,8 +173,14 @@ def grade_submissions(submissions: Path, assignment: str, course_root: Path = RE
         pool.close(interrupted=True)  # nothing to do: stop them without waiting
         return summary
 
-    def task(student: str) -> Task:
+    def task(student: str) -> Task | Outcome:
         return make_task(course_root / "submitted" / student / assignment, student, assignment, name)
+
+    def keep(outcome: Outcome) -> None:
+        if _keep(journal, outcome, summary):
+            (summary.graded if outcome.ok else summary.failed).append(outcome)
+        bar.update(1)
+        bar.set_postfix(failed=len(summary.failed), refresh=False)
 
     bar = tqdm(total=len(todo), desc=f"grading {assignment}", unit="notebook", disable=not progress,
                file=sys.stderr, dynamic_ncols=True)
@@ -181,18 +189,15 @@ def grade_submissions(submissions: Path, assignment: str, course_root: Path = RE
         while queue or pending:
             while queue and len(pending) < 2 * pool.workers:  # a bounded window: tasks carry files
                 t = task(queue.pop())
-                pending[pool.submit(t)] = t
+                if isinstance(t, Outcome):  # could not be prepared: nothing to send
+                    keep(t)
+                else:
+                    pending[pool.submit(t)] = t
+            if not pending:
+                continue
             done, _ = pool.wait_any(list(pending))
             for future in done:
-                outcome = pool.outcome(future, pending.pop(future))
-                journal.save(outcome)
-                if outcome.ok:
-                    if _record(course_root, assignment, name, outcome, journal, config, summary):
-                        summary.graded.append(outcome)
-                else:
-                    summary.failed.append(outcome)
-                bar.update(1)
-                bar.set_postfix(failed=len(summary.failed), refresh=False)
+                keep(pool.outcome(future, pending.pop(future)))
     except BaseException:
         pool.close(interrupted=True)
         raise
@@ -203,7 +208,7 @@ def grade_submissions(submissions: Path, assignment: str, course_root: Path = RE
 
 
 def _triage(submissions: Path, assignment: str, name: str, course_root: Path, journal: Journal,
-            config, retry_failed: bool) -> tuple[Summary, list[str]]:
+            retry_failed: bool) -> tuple[Summary, list[str]]:
     """Copy the submissions into ``submitted/``; sort them into done, failed and to grade.
 
     A submission graded by an earlier run whose outcome did not reach the gradebook (the
@@ -227,38 +232,37 @@ def _triage(submissions: Path, assignment: str, name: str, course_root: Path, jo
             except OSError as err:
                 summary.failed.append(Outcome(student, "", False, reason=f"could not be read: {err}"))
                 continue
-            earlier = journal.outcome(student)
-            if journal.recorded(student) == digest:
+            state, earlier = journal.state(student, digest)
+            if state == RECORDED:
                 summary.earlier += 1
-            elif earlier and earlier.digest == digest and (earlier.ok or not retry_failed):
-                if earlier.ok:
-                    summary.earlier += _record(course_root, assignment, name, earlier, journal, config, summary)
-                else:
-                    summary.failed.append(earlier)
+            elif state == JOURNALLED and earlier.ok:
+                summary.earlier += _keep(journal, earlier, summary, again=True)
+            elif state == JOURNALLED and not retry_failed:
+                summary.failed.append(earlier)
             else:
                 todo.append(student)
     return summary, todo
 
 
-def _record(course_root, assignment, name, outcome, journal, config, summary) -> bool:
-    """Write a graded outcome into the course; False (and a failure noted) if it could not be."""
+def _keep(journal: Journal, outcome: Outcome, summary: Summary, again: bool = False) -> bool:
+    """Keep an outcome in the journal and the course (``again``: one the journal holds already);
+    False, and a failure noted, when the gradebook could not take it."""
     try:
-        record(course_root, assignment, name, outcome, course_root / "submitted" / outcome.student / assignment,
-               config)
+        journal.record(outcome) if again else journal.keep(outcome)
     except Exception as err:  # the gradebook locked or full: the journal keeps the outcome
         summary.failed.append(Outcome(outcome.student, outcome.digest, False, reason=(
             f"graded, but not written to the gradebook ({err}); run again to write it")))
         return False
-    journal.mark_recorded(outcome)
     return True
 
 
 def _ensure_assignment(course_root: Path, assignment: str, config) -> None:
     """Generate the assignment into the course's gradebook unless it is there already."""
+    # lazy: nbgrader loads while the workers start (see the imports above)
     from nbgrader.api import Gradebook, MissingEntry
     from nbgrader.apps import NbGraderAPI
 
-    from autograder.grading import require_success
+    from autograder.pipeline.course import require_success
 
     db = course_root / "gradebook.db"
     if db.exists():
@@ -273,6 +277,7 @@ def _ensure_assignment(course_root: Path, assignment: str, config) -> None:
 
 def export_csv(course_root: Path, csv_path: Path) -> Path:
     """``nbgrader export``: the gradebook as CSV, with the course's export plugin."""
+    # lazy: nbgrader loads while the workers start (see the imports above)
     from nbgrader.api import Gradebook
     from nbgrader.apps.exportapp import ExportApp
 

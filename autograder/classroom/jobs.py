@@ -1,5 +1,6 @@
-"""What travels between the instructor's process and a grading worker: ``Task`` out, ``Outcome``
-back (pickled, over a pipe or through Dask), and the digest that names one grading job.
+"""What travels between the instructor's process and a grading worker [trusted]
+
+``Task`` out, ``Outcome`` back (pickled, over a pipe or through Dask), and the digest that names one grading job.
 
 Trusted side (class scale): imported by the worker, the pools, the journal and ``classroom``.
 """
@@ -17,10 +18,11 @@ class Task:
     student: str
     assignment: str
     notebook: str          # the assignment's notebook file name, e.g. "attention.ipynb"
-    content: bytes         # the file exactly as the learner submitted it
+    prepared: str          # the notebook to grade (JSON): the learner's file after submission.prepare
+    notes: list[str]       # what prepare repaired, for the learner
     digest: str            # identifies this grading job (submission and source), see job_digest
     timestamp: str | None  # nbgrader's timestamp.txt, when the submission has one
-    key: bytes             # plan.submission_key of this submission: its cases on any machine
+    key: bytes             # plan.submission_key of the prepared notebook: its cases on any machine
 
 
 @dataclass

@@ -1,19 +1,21 @@
-"""Where a graded class is kept: a journal of outcomes, then nbgrader's course directory.
+"""Where a graded class is kept: a journal of outcomes, then the course directory [trusted]
 
 Only the instructor's process writes here; workers, local or on a Dask cluster, send their
-``Outcome`` back (``jobs.py``, ``worker.py``). For each submission, in this order:
+``Outcome`` back (``jobs.py``, ``worker.py``). ``Journal.keep`` does, for each submission, in
+this order:
 
-1. ``Journal.save``: the outcome, whole, in ``.autograder/journal/<assignment>/<student>.json``
-   (written beside, synced, then renamed: a file is there complete or not at all);
-2. ``record``: the autograded notebook and the feedback into ``autograded/`` and
-   ``feedback/`` (each written beside and renamed), then every score and comment of the
-   submission into the gradebook in **one** transaction;
-3. ``Journal.mark_recorded``: the job's digest in ``<student>.done``.
+1. the outcome, whole, in ``.autograder/journal/<assignment>/<student>.json`` (written
+   beside, synced, then renamed: a file is there complete or not at all);
+2. the autograded notebook and the feedback into ``autograded/`` and ``feedback/`` (each
+   written beside and renamed), then every score and comment of the submission into the
+   gradebook in **one** transaction;
+3. the job's digest in ``<student>.done``.
 
 Killed anywhere (Ctrl-C, SIGKILL, a restart), a rerun finds each submission in one of three
-states: recorded (skipped), journalled (recorded again from the journal, not regraded: step
-2 is idempotent), or neither (graded). SQLite rolls back a transaction cut short, so the
-gradebook holds each submission's scores entirely or not at all.
+states (``Journal.state``): recorded (skipped), journalled (``Journal.record`` does steps 2
+and 3 from the journal, not regrading: step 2 is idempotent), or neither (graded). SQLite
+rolls back a transaction cut short, so the gradebook holds each submission's scores entirely
+or not at all.
 """
 from __future__ import annotations
 
@@ -21,9 +23,11 @@ import json
 import os
 import time
 from dataclasses import asdict
+from functools import cached_property
 from pathlib import Path
 
 from autograder.classroom.jobs import Outcome
+from autograder.paths import SOLUTIONS
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:
@@ -37,20 +41,49 @@ def write_atomic(path: Path, data: bytes | str) -> None:
     os.replace(draft, path)
 
 
+RECORDED, JOURNALLED, NEW = "recorded", "journalled", "new"  # a submission's state, see state()
+
+
 class Journal:
-    """Outcomes of one assignment's grading, one file per student, in the course directory."""
+    """The outcomes of one assignment's grading in a course directory, one file per student."""
 
     def __init__(self, course_root: Path, assignment: str):
-        self.folder = Path(course_root) / ".autograder" / "journal" / assignment
+        self.course_root, self.assignment = Path(course_root), assignment
+        self.folder = self.course_root / ".autograder" / "journal" / assignment
         self.folder.mkdir(parents=True, exist_ok=True)
         for stale in self.folder.glob(".*.part"):  # drafts of a run that was killed
             stale.unlink(missing_ok=True)
+
+    @cached_property
+    def config(self):
+        """The course's nbgrader configuration (read when first recording: nbgrader is slow to import)."""
+        return course_config(self.course_root)
+
+    @cached_property
+    def notebook(self) -> str:
+        """The file name of the assignment's notebook (a class grades one-notebook assignments)."""
+        return next((SOLUTIONS / self.assignment).glob("*.ipynb")).name
+
+    def state(self, student: str, digest: str) -> tuple[str, Outcome | None]:
+        """Where the job ``digest`` of ``student`` stands: (RECORDED, its outcome) in the
+        gradebook, (JOURNALLED, its outcome) graded but maybe not recorded, or (NEW, None)."""
+        done = self.folder / f"{student}.done"
+        earlier = self.outcome(student)
+        if done.exists() and done.read_text().strip() == digest:
+            return RECORDED, earlier
+        if earlier is not None and earlier.digest == digest:
+            return JOURNALLED, earlier
+        return NEW, None
 
     def outcome(self, student: str) -> Outcome | None:
         path = self.folder / f"{student}.json"
         return Outcome(**json.loads(path.read_text())) if path.exists() else None
 
-    def save(self, outcome: Outcome) -> None:
+    def keep(self, outcome: Outcome) -> None:
+        """Step 1 for any outcome, then steps 2 and 3 for a graded one (see the module doc).
+
+        Raises what writing the course raised (the gradebook locked or full); the outcome is
+        in the journal by then, and a rerun records it (``record``)."""
         write_atomic(self.folder / f"{outcome.student}.json", json.dumps(asdict(outcome)))
         # and one line in the history: who was graded when, where, how long (one write: whole)
         line = "\t".join([time.strftime("%Y-%m-%dT%H:%M:%S"), outcome.student, outcome.digest[:12],
@@ -62,19 +95,33 @@ class Journal:
             os.fsync(fd)
         finally:
             os.close(fd)
+        if outcome.ok:
+            self.record(outcome)
+
+    def record(self, outcome: Outcome) -> None:
+        """Steps 2 and 3: put a graded outcome into the course, then mark it recorded.
+
+        The submission's other files in ``submitted/`` (``timestamp.txt``,
+        ``submission_secret.txt``, which ``nbgrader release_feedback`` needs) go beside the
+        autograded notebook and the feedback, as nbgrader's own commands do.
+        """
+        submitted = self.course_root / "submitted" / outcome.student / self.assignment
+        stem = Path(self.notebook).stem
+        for folder, name, text in (("autograded", self.notebook, outcome.autograded),
+                                   ("feedback", stem + ".html", outcome.feedback)):
+            dest = self.course_root / folder / outcome.student / self.assignment
+            dest.mkdir(parents=True, exist_ok=True)
+            for extra in submitted.iterdir() if submitted.is_dir() else ():
+                if extra.is_file() and extra.suffix != ".ipynb":
+                    write_atomic(dest / extra.name, extra.read_bytes())
+            write_atomic(dest / name, text)
+        _save_grades(self.course_root, self.assignment, stem, outcome, _timestamp(submitted), self.config)
+        write_atomic(self.folder / f"{outcome.student}.done", outcome.digest)
 
     def history(self) -> list[list[str]]:
         path = self.folder / "history.tsv"
         lines = path.read_text().splitlines() if path.exists() else []
         return [line.split("\t") for line in lines]
-
-    def recorded(self, student: str) -> str | None:
-        """The digest of the job whose outcome is in the gradebook, if any."""
-        path = self.folder / f"{student}.done"
-        return path.read_text().strip() if path.exists() else None
-
-    def mark_recorded(self, outcome: Outcome) -> None:
-        write_atomic(self.folder / f"{outcome.student}.done", outcome.digest)
 
     def log(self) -> Path:
         return self.folder / "workers.log"
@@ -82,6 +129,7 @@ class Journal:
 
 def course_config(course_root: Path):
     """The nbgrader configuration of a course directory, as its ``nbgrader_config.py`` makes it."""
+    # lazy: autograder.config imports nbgrader, which must not delay the workers' start
     from traitlets.config import Config
     from traitlets.config.loader import PyFileConfigLoader
 
@@ -95,26 +143,6 @@ def course_config(course_root: Path):
     return config
 
 
-def record(course_root: Path, assignment: str, notebook: str, outcome: Outcome,
-           submitted: Path, config) -> None:
-    """Put a graded outcome into the course: files, then the gradebook in one transaction.
-
-    ``submitted``: the submission's folder under ``submitted/``; its other files
-    (``timestamp.txt``, ``submission_secret.txt``, which ``nbgrader release_feedback``
-    needs) go beside the autograded notebook and the feedback, as nbgrader's own commands do.
-    """
-    stem = Path(notebook).stem
-    for folder, name, text in (("autograded", notebook, outcome.autograded),
-                               ("feedback", stem + ".html", outcome.feedback)):
-        dest = Path(course_root) / folder / outcome.student / assignment
-        dest.mkdir(parents=True, exist_ok=True)
-        for extra in submitted.iterdir() if submitted.is_dir() else ():
-            if extra.is_file() and extra.suffix != ".ipynb":
-                write_atomic(dest / extra.name, extra.read_bytes())
-        write_atomic(dest / name, text)
-    _save_grades(course_root, assignment, stem, outcome, _timestamp(submitted), config)
-
-
 def _timestamp(submitted: Path) -> str | None:
     path = submitted / "timestamp.txt"
     return path.read_text().strip() or None if path.exists() else None
@@ -123,6 +151,7 @@ def _timestamp(submitted: Path) -> str | None:
 def _save_grades(course_root, assignment, stem, outcome: Outcome, timestamp, config) -> None:
     """What nbgrader's autograde saves (student, submission, scores, comments, late
     penalty), with one commit at the end instead of one per cell."""
+    # lazy: nbgrader, as in course_config
     from nbgrader import utils
     from nbgrader.api import (Comment, Grade, Gradebook, Student, SubmittedAssignment,
                               SubmittedNotebook)

@@ -1,12 +1,12 @@
-"""Grading a class on a Dask cluster: ``autograder grade ... --scheduler tcp://HOST:8786``.
+"""Grading a class on a Dask cluster: ``autograder grade ... --scheduler`` [trusted]
 
 Each Dask worker thread keeps one grading process (``worker.GradingProcess``), exactly as
 ``--jobs`` does on one machine: every submission is graded there in its own sandbox and
 the ``Outcome`` (scores, comments, autograded notebook, feedback HTML) comes back to the
 instructor's process, which alone writes the journal and the gradebook
-(``classroom.py``). A task carries the learner's file and the key its cases are drawn from
-(computed by the instructor's process from the secret and the submission's code; the secret
-never leaves it), so workers need no shared storage, only this repository (the same commit)
+(``grade.py``, ``journal.py``). A task carries the learner's notebook, prepared for grading,
+and the key its cases are drawn from (computed by the instructor's process from the secret
+and the submission's code; the secret never leaves it), so workers need no shared storage, only this repository (the same commit)
 installed with bubblewrap.
 
 A worker that dies takes its grading processes with it; Dask's scheduler gives its tasks to
@@ -37,7 +37,7 @@ class DaskPool:
     """The cluster behind ``scheduler``, seen as ``classroom.LocalPool`` sees its processes."""
 
     def __init__(self, scheduler: str, time_limit: float):
-        from distributed import Client
+        from distributed import Client  # lazy: Dask (1 s) only when a cluster is named
 
         self.client = Client(scheduler, timeout="30s")
         self.time_limit = time_limit
@@ -54,7 +54,7 @@ class DaskPool:
 
     @staticmethod
     def wait_any(pending):
-        from distributed import wait
+        from distributed import wait  # lazy: as in __init__
 
         return wait(pending, return_when="FIRST_COMPLETED")
 

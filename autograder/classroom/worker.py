@@ -1,14 +1,15 @@
-"""One grading worker: a long-lived child process that grades submissions one at a time.
+"""One grading worker: a long-lived process that grades submissions one at a time [trusted]
 
 ``autograder grade`` keeps one worker per job (``--jobs``) or one per Dask worker
-(``distributed.py``). A worker pays once for what every submission would otherwise pay
-again: starting Python, importing nbgrader, the exercise registry and its references
-(torch), generating the assignment into a scratch course, compiling the feedback template.
-For each ``Task`` it resets that scratch course, runs nbgrader's ``autograde`` (the sandboxed
-execution and the judge included, see ``execute.py``) and ``generate_feedback`` in it, and
-answers with an ``Outcome``: the scores and comments nbgrader saved, the autograded notebook
-and the feedback HTML. It never touches the instructor's gradebook; the parent writes that
-(``gradebook_io.py``).
+(``pools.py``). A worker pays once for what every submission would otherwise pay again:
+starting Python, importing nbgrader, the exercise registry and its references (torch),
+generating the assignment into a scratch course (``pipeline.course``), compiling the feedback
+template. Each ``Task`` brings a notebook the instructor's process has already prepared
+(``submission.prepare``) and the key of its cases; the worker grades it in that scratch course
+(nbgrader's ``autograde``, the sandboxed execution and the judge included, and
+``generate_feedback``) and answers with an ``Outcome``: the scores and comments nbgrader saved,
+the autograded notebook and the feedback HTML. It never touches the instructor's gradebook;
+the parent writes that (``journal.py``).
 
 The worker runs as ``python -m autograder.classroom.worker [ASSIGNMENT]`` (getting ready for that
 assignment at once) and talks over its stdin and stdout (length-prefixed pickles of
@@ -19,7 +20,6 @@ one for the next task. A worker whose parent dies kills itself.
 from __future__ import annotations
 
 import atexit
-import hashlib
 import os
 import pickle
 import select
@@ -39,7 +39,7 @@ import psutil
 from autograder.classroom.jobs import Outcome, Task
 from autograder.paths import SOLUTIONS
 from autograder.pipeline.sandbox import SANDBOX_PREFIX, private_dir
-from autograder.startup import quiet, quick_alembic_head, skip_slow_imports
+from autograder.startup import quiet, skip_slow_imports
 
 
 # --- inside the worker ------------------------------------------------------------------------
@@ -55,85 +55,48 @@ def scratch_dirs(pid: int) -> list[Path]:
             for p in Path(base).glob(f"{prefix}{pid}-*")]
 
 
-class ScratchCourse:
-    """An nbgrader course directory private to this worker, with one assignment generated.
-
-    It lives in memory (``/dev/shm`` where there is one): nbgrader commits its gradebook
-    once per cell, and a disk would make every commit wait for a sync. Its feedback uses
-    ``feedback.FeedbackExporter``.
-    """
-
-    def __init__(self, assignment: str):
-        import nbformat
-
-        from autograder.exercises import get
-        from autograder.pipeline.feedback import FeedbackExporter
-        from autograder.pipeline.plan import recorded_exercise
-        from autograder.grading import new_course, require_success
-
-        quick_alembic_head()
-        self.root = private_dir(SCRATCH_PREFIX, "/dev/shm" if os.access("/dev/shm", os.W_OK) else None)
-        atexit.register(shutil.rmtree, self.root, True)
-        self.assignment = assignment
-        self.api = new_course(self.root)
-        self.api.config.GenerateFeedback.exporter_class = FeedbackExporter  # shares the template
-        require_success(self.api.generate_assignment(assignment), "generate_assignment")
-        self.blank_gradebook = (self.root / "gradebook.db").read_bytes()
-        for path in (SOLUTIONS / assignment).glob("*.ipynb"):  # import the exercises (and torch) now
-            for cell in nbformat.read(path, as_version=4).cells:
-                if recorded_exercise(cell):
-                    get(recorded_exercise(cell))
-
-    def grade(self, task: Task) -> Outcome:
-        import nbformat
-        from nbgrader.api import Gradebook
-
-        from autograder.grading import require_success
-        from autograder.pipeline.submission import prepare
-
-        for folder in ("submitted", "autograded", "feedback"):
-            shutil.rmtree(self.root / folder, ignore_errors=True)
-        (self.root / "gradebook.db").write_bytes(self.blank_gradebook)
-        dest = self.root / "submitted" / task.student / task.assignment
-        dest.mkdir(parents=True)
-        raw = dest / ("raw-" + task.notebook)  # read by prepare, then replaced by what it made
-        raw.write_bytes(task.content)
-        prepared = prepare(raw, task.assignment, task.notebook)
-        raw.unlink()
-        for i, cell in enumerate(prepared.nb.cells):  # the same submission, the same feedback
-            cell.id = hashlib.sha1(f"{i}\0{cell.source}".encode()).hexdigest()[:8]
-        nbformat.write(prepared.nb, dest / task.notebook)
-        if task.timestamp:
-            (dest / "timestamp.txt").write_text(task.timestamp)
-        require_success(self.api.autograde(task.assignment, task.student), "autograde")
-        require_success(self.api.generate_feedback(task.assignment, task.student), "generate_feedback")
-        stem = Path(task.notebook).stem
-        with Gradebook(f"sqlite:///{self.root / 'gradebook.db'}") as gb:
-            nb = gb.find_submission_notebook(stem, task.assignment, task.student)
-            scores = {g.name: g.auto_score for g in nb.grades}
-            comments = {c.name: c.auto_comment for c in nb.comments}
-        out = lambda folder, ext: (self.root / folder / task.student / task.assignment / (stem + ext))  # noqa: E731
-        return Outcome(task.student, task.digest, True, scores=scores, comments=comments,
-                       autograded=out("autograded", ".ipynb").read_text(),
-                       feedback=out("feedback", ".html").read_text(), notes=prepared.notes)
-
-
-_courses: dict[str, ScratchCourse] = {}
+_courses: dict[str, object] = {}  # assignment -> its pipeline.course.ScratchCourse
 
 
 def prepare_course(assignment: str) -> None:
-    """Make this worker ready for ``assignment`` (once: a few seconds, not counted per submission)."""
-    if assignment not in _courses:
-        _courses[assignment] = ScratchCourse(assignment)
+    """Make this worker ready for ``assignment`` (once: a few seconds, not counted per submission).
+
+    Its scratch course lives in memory (``/dev/shm`` where there is one): nbgrader commits its
+    gradebook once per cell, and a disk would make every commit wait for a sync. The
+    assignment's exercises (and torch, which their references use) are imported now too.
+    """
+    if assignment in _courses:
+        return
+    # lazy, as every import of the grading machinery here: this module is imported by the
+    # instructor's process too, which must not pay for nbgrader before its workers start
+    import nbformat
+
+    from autograder.exercises import get
+    from autograder.pipeline.course import ScratchCourse
+    from autograder.pipeline.plan import recorded_exercise
+
+    root = private_dir(SCRATCH_PREFIX, "/dev/shm" if os.access("/dev/shm", os.W_OK) else None)
+    atexit.register(shutil.rmtree, root, True)
+    _courses[assignment] = ScratchCourse(assignment, root)
+    for path in (SOLUTIONS / assignment).glob("*.ipynb"):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if recorded_exercise(cell):
+                get(recorded_exercise(cell))
 
 
 def grade_task(task: Task) -> Outcome:
     """Grade one task in this process; any error becomes a failed ``Outcome`` saying why."""
     start = time.monotonic()
     try:
+        import nbformat  # lazy: see prepare_course
+
         _use_key(task.key)
         prepare_course(task.assignment)
-        outcome = _courses[task.assignment].grade(task)
+        graded = _courses[task.assignment].grade(nbformat.reads(task.prepared, as_version=4),
+                                                 task.student, task.notebook, task.timestamp)
+        outcome = Outcome(task.student, task.digest, True, scores=graded.scores,
+                          comments=graded.comments, autograded=graded.autograded,
+                          feedback=graded.feedback, notes=task.notes)
     except Exception as err:  # a worker's bug must cost one submission, not the class
         detail = traceback.format_exception_only(type(err), err)[-1].strip()
         outcome = Outcome(task.student, task.digest, False, reason=f"grading failed: {detail[:1500]}")
@@ -144,7 +107,7 @@ def grade_task(task: Task) -> Outcome:
 
 def _use_key(key: bytes) -> None:
     """Draw this task's cases from its key, kept in a file only this worker can read."""
-    from autograder.pipeline.plan import KEY_ENV
+    from autograder.pipeline.plan import KEY_ENV  # lazy: see prepare_course
 
     name = os.environ.get(KEY_ENV)
     if not name:

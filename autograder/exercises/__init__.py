@@ -1,8 +1,11 @@
-"""The exercise registry: one module per notebook topic, found by the id's prefix.
+"""The exercise registry: one module per notebook topic [trusted; also the check cell]
+
+A topic's module is found by the prefix of an exercise's id.
 
 ``get("attention.forward")`` imports ``autograder/exercises/attention.py`` and returns the
-``Exercise`` with that id from its ``EXERCISES`` list. Adding a notebook means adding one
-module here; nothing else needs to change.
+``Exercise`` with that id from its ``EXERCISES`` list. Each exercise is declared with keywords
+only, ``Exercise(id=..., ...)``, its id starting with its module's topic. Adding a notebook
+means adding one module here; nothing else needs to change.
 """
 from __future__ import annotations
 

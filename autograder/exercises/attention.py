@@ -1,4 +1,4 @@
-"""Exercises of notebook 02 (attention): cases, references and the mistakes they name.
+"""Exercises of notebook 02 (attention) [trusted; also the check cell]
 
 Every case is float64. The ``wrong`` functions below are the trusted models of one
 plausible bug each; the judge names a mistake when a submission matches its model on

@@ -1,4 +1,4 @@
-"""Exercises of notebook 05 (encoder-decoder Transformer): cases, references, mistakes.
+"""Exercises of notebook 05 (encoder-decoder Transformer) [trusted; also the check cell]
 
 In the notebook's order: byte-pair encoding (learn merges, encode a chunk), teacher forcing
 (decoder input and target), the three attention masks, the scaled embedding, the encoder
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.judge.exercise import Mistake, exercise_maker
+from autograder.judge.exercise import Exercise, Mistake
 from autograder.judge.features import shape_features
 from autograder.kernel.calls import table_model
 from autograder.kernel.transport import as_outputs
@@ -804,43 +804,127 @@ EQUIVALENT = {
 
 
 # ============================================================================ the registry
-_exercise = exercise_maker("encdec", forbidden=FORBIDDEN)
-
-
 EXERCISES = [
-    _exercise("bpe_merges", "learn_merges",
-              "learn_merges(words, counts, n_merges, first_id=259) -> merges (n, 2) int",
-              _merge_cases, learn_merges, 2, MERGE_MISTAKES, BPE_FEATURES, ("merges",),
-              equivalent=EQUIVALENT["bpe_merges"]),
-    _exercise("bpe_encode", "bpe_encode", "bpe_encode(ids, merges, first_id=259) -> ids (1-D int)",
-              _encode_cases, bpe_encode, 1, ENCODE_MISTAKES, BPE_FEATURES, ("ids",),
-              equivalent=EQUIVALENT["bpe_encode"]),
-    _exercise("shift_right", "decoder_input_and_target",
-              "decoder_input_and_target(target_ids, bos=1, eos=2) -> (tgt_in, tgt_out)",
-              _shift_cases, _shift_reference, 1, SHIFT_MISTAKES, SHIFT_FEATURES,
-              ("tgt_in", "tgt_out")),
-    _exercise("masks", "attention_masks",
-              "attention_masks(src, tgt_in, pad_id=0) -> (enc_mask (B, 1, 1, S), "
-              "cross_mask (B, 1, 1, S), dec_mask (B, 1, T, T))",
-              _mask_cases, _masks, 2, MASK_MISTAKES, MASK_FEATURES,
-              ("enc_mask", "cross_mask", "dec_mask"), equivalent=EQUIVALENT["masks"]),
-    _exercise("embed", "embed", "embed(ids, W_E, P) -> x (B, T, d_model)", _embed_cases, embed, 1,
-              EMBED_MISTAKES, EMBED_FEATURES, ("x",),
-              dims=lambda c: {"d_model": c["W_E"].shape[1]}),
-    _exercise("encoder_block", "encoder_block", "encoder_block(x, p, n_heads, mask=None) -> out",
-              _encoder_cases, _encoder_reference, 2, ENCODER_MISTAKES, BLOCK_FEATURES, ("out",),
-              dims=_block_dims, equivalent=EQUIVALENT["encoder_block"]),
-    _exercise("decoder_block", "decoder_block",
-              "decoder_block(y, memory, p, n_heads, self_mask=None, cross_mask=None) -> out",
-              _decoder_cases, _decoder_reference, 2, DECODER_MISTAKES, BLOCK_FEATURES, ("out",),
-              dims=_block_dims, equivalent=EQUIVALENT["decoder_block"]),
-    _exercise("greedy", "greedy_decode",
-              "greedy_decode(next_log_probs, bos=1, eos=2, max_len=10) -> tokens (1-D int)",
-              _greedy_cases, _on_table(greedy_decode), 1, GREEDY_MISTAKES, DECODE_FEATURES,
-              ("tokens",), call="markov_decoder", equivalent=EQUIVALENT["greedy"]),
-    _exercise("beam_search", "beam_search",
-              "beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0) "
-              "-> (tokens, score)",
-              _beam_cases, _beam_reference, 3, BEAM_MISTAKES, DECODE_FEATURES,
-              ("tokens", "score"), call="markov_decoder", equivalent=EQUIVALENT["beam_search"]),
+    Exercise(
+        id="encdec.bpe_merges",
+        function="learn_merges",
+        signature="learn_merges(words, counts, n_merges, first_id=259) -> merges (n, 2) int",
+        cases=_merge_cases,
+        reference=learn_merges,
+        points=2,
+        output_names=("merges",),
+        forbidden=FORBIDDEN,
+        features=BPE_FEATURES,
+        equivalent=EQUIVALENT["bpe_merges"],
+        mistakes=MERGE_MISTAKES,
+    ),
+    Exercise(
+        id="encdec.bpe_encode",
+        function="bpe_encode",
+        signature="bpe_encode(ids, merges, first_id=259) -> ids (1-D int)",
+        cases=_encode_cases,
+        reference=bpe_encode,
+        points=1,
+        output_names=("ids",),
+        forbidden=FORBIDDEN,
+        features=BPE_FEATURES,
+        equivalent=EQUIVALENT["bpe_encode"],
+        mistakes=ENCODE_MISTAKES,
+    ),
+    Exercise(
+        id="encdec.shift_right",
+        function="decoder_input_and_target",
+        signature="decoder_input_and_target(target_ids, bos=1, eos=2) -> (tgt_in, tgt_out)",
+        cases=_shift_cases,
+        reference=_shift_reference,
+        points=1,
+        output_names=("tgt_in", "tgt_out"),
+        forbidden=FORBIDDEN,
+        features=SHIFT_FEATURES,
+        mistakes=SHIFT_MISTAKES,
+    ),
+    Exercise(
+        id="encdec.masks",
+        function="attention_masks",
+        signature="attention_masks(src, tgt_in, pad_id=0) -> (enc_mask (B, 1, 1, S), "
+                  "cross_mask (B, 1, 1, S), dec_mask (B, 1, T, T))",
+        cases=_mask_cases,
+        reference=_masks,
+        points=2,
+        output_names=("enc_mask", "cross_mask", "dec_mask"),
+        forbidden=FORBIDDEN,
+        features=MASK_FEATURES,
+        equivalent=EQUIVALENT["masks"],
+        mistakes=MASK_MISTAKES,
+    ),
+    Exercise(
+        id="encdec.embed",
+        function="embed",
+        signature="embed(ids, W_E, P) -> x (B, T, d_model)",
+        cases=_embed_cases,
+        reference=embed,
+        points=1,
+        output_names=("x",),
+        forbidden=FORBIDDEN,
+        features=EMBED_FEATURES,
+        dims=lambda c: {"d_model": c["W_E"].shape[1]},
+        mistakes=EMBED_MISTAKES,
+    ),
+    Exercise(
+        id="encdec.encoder_block",
+        function="encoder_block",
+        signature="encoder_block(x, p, n_heads, mask=None) -> out",
+        cases=_encoder_cases,
+        reference=_encoder_reference,
+        points=2,
+        output_names=("out",),
+        forbidden=FORBIDDEN,
+        features=BLOCK_FEATURES,
+        dims=_block_dims,
+        equivalent=EQUIVALENT["encoder_block"],
+        mistakes=ENCODER_MISTAKES,
+    ),
+    Exercise(
+        id="encdec.decoder_block",
+        function="decoder_block",
+        signature="decoder_block(y, memory, p, n_heads, self_mask=None, cross_mask=None) -> out",
+        cases=_decoder_cases,
+        reference=_decoder_reference,
+        points=2,
+        output_names=("out",),
+        forbidden=FORBIDDEN,
+        features=BLOCK_FEATURES,
+        dims=_block_dims,
+        equivalent=EQUIVALENT["decoder_block"],
+        mistakes=DECODER_MISTAKES,
+    ),
+    Exercise(
+        id="encdec.greedy",
+        function="greedy_decode",
+        signature="greedy_decode(next_log_probs, bos=1, eos=2, max_len=10) -> tokens (1-D int)",
+        cases=_greedy_cases,
+        reference=_on_table(greedy_decode),
+        call="markov_decoder",
+        points=1,
+        output_names=("tokens",),
+        forbidden=FORBIDDEN,
+        features=DECODE_FEATURES,
+        equivalent=EQUIVALENT["greedy"],
+        mistakes=GREEDY_MISTAKES,
+    ),
+    Exercise(
+        id="encdec.beam_search",
+        function="beam_search",
+        signature="beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0) "
+                  "-> (tokens, score)",
+        cases=_beam_cases,
+        reference=_beam_reference,
+        call="markov_decoder",
+        points=3,
+        output_names=("tokens", "score"),
+        forbidden=FORBIDDEN,
+        features=DECODE_FEATURES,
+        equivalent=EQUIVALENT["beam_search"],
+        mistakes=BEAM_MISTAKES,
+    ),
 ]

@@ -1,5 +1,6 @@
-"""Exercises of notebook 07 (making attention fast): the online softmax, and FlashAttention's
-tiled forward and backward passes.
+"""Exercises of notebook 07 (making attention fast) [trusted; also the check cell]
+
+The online softmax, and FlashAttention's tiled forward and backward passes.
 
 Every case is float64. The references are ``course_lib.flash.reference``. The mistakes are
 modelled by three tiled implementations below (``running_stats``, ``tiled_forward``,

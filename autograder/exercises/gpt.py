@@ -1,5 +1,7 @@
-"""Exercises of notebook 06 (GPT): the block, the forward with tied embeddings, the die of
-the next token (temperature, top-k, top-p) and one step of generation with a KV cache.
+"""Exercises of notebook 06 (GPT) [trusted; also the check cell]
+
+The block, the forward with tied embeddings, the die of the next token (temperature, top-k,
+top-p) and one step of generation with a KV cache.
 
 Every float is float64, ids int64. The model's weights travel as a dict like
 ``course_lib.transformer.gpt_params`` returns: "W_E" (vocab_size, d_model), "W_P"
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.judge.exercise import Mistake, exercise_maker
+from autograder.judge.exercise import Exercise, Mistake
 from autograder.judge.features import shape_features
 from course_lib.attention import attention_forward, causal_mask, merge_heads, mha_forward, split_heads
 from course_lib.layernorm import ffn_forward, layernorm_forward
@@ -430,23 +432,60 @@ STEP_MISTAKES = (
 )
 
 
-_exercise = exercise_maker("gpt", forbidden=FORBIDDEN)
-
-
 EXERCISES = [
-    _exercise("block", "gpt_block", "gpt_block(x, p, n_heads) -> out (B, T, d_model)",
-              _block_cases, gpt_block, 2, BLOCK_MISTAKES, BLOCK_FEATURES, ("out",),
-              dims=_block_dims, equivalent=BLOCK_EQUIVALENT),
-    _exercise("forward", "gpt_forward",
-              "gpt_forward(idx, params, n_heads) -> logits (B, T, vocab_size)",
-              _forward_cases, gpt_forward, 2, FORWARD_MISTAKES, FORWARD_FEATURES, ("logits",),
-              helpers=("gpt_block",), equivalent=FORWARD_EQUIVALENT),
-    _exercise("next_token_probs", "next_token_probs",
-              "next_token_probs(logits, temperature=1.0, top_k=None, top_p=None) -> probs (B, V)",
-              _probs_cases, next_token_probs, 3, PROBS_MISTAKES, PROBS_FEATURES, ("probs",),
-              equivalent=PROBS_EQUIVALENT),
-    _exercise("kv_step", "gpt_step",
-              "gpt_step(token, pos, cache, params, n_heads) -> logits (B, vocab_size)",
-              _step_cases, _step_reference, 3, STEP_MISTAKES, FORWARD_FEATURES, ("logits",),
-              call="stepwise", equivalent=STEP_EQUIVALENT),
+    Exercise(
+        id="gpt.block",
+        function="gpt_block",
+        signature="gpt_block(x, p, n_heads) -> out (B, T, d_model)",
+        cases=_block_cases,
+        reference=gpt_block,
+        points=2,
+        output_names=("out",),
+        forbidden=FORBIDDEN,
+        features=BLOCK_FEATURES,
+        dims=_block_dims,
+        equivalent=BLOCK_EQUIVALENT,
+        mistakes=BLOCK_MISTAKES,
+    ),
+    Exercise(
+        id="gpt.forward",
+        function="gpt_forward",
+        signature="gpt_forward(idx, params, n_heads) -> logits (B, T, vocab_size)",
+        cases=_forward_cases,
+        reference=gpt_forward,
+        points=2,
+        output_names=("logits",),
+        helpers=("gpt_block",),
+        forbidden=FORBIDDEN,
+        features=FORWARD_FEATURES,
+        equivalent=FORWARD_EQUIVALENT,
+        mistakes=FORWARD_MISTAKES,
+    ),
+    Exercise(
+        id="gpt.next_token_probs",
+        function="next_token_probs",
+        signature="next_token_probs(logits, temperature=1.0, top_k=None, top_p=None) -> probs (B, V)",
+        cases=_probs_cases,
+        reference=next_token_probs,
+        points=3,
+        output_names=("probs",),
+        forbidden=FORBIDDEN,
+        features=PROBS_FEATURES,
+        equivalent=PROBS_EQUIVALENT,
+        mistakes=PROBS_MISTAKES,
+    ),
+    Exercise(
+        id="gpt.kv_step",
+        function="gpt_step",
+        signature="gpt_step(token, pos, cache, params, n_heads) -> logits (B, vocab_size)",
+        cases=_step_cases,
+        reference=_step_reference,
+        call="stepwise",
+        points=3,
+        output_names=("logits",),
+        forbidden=FORBIDDEN,
+        features=FORWARD_FEATURES,
+        equivalent=STEP_EQUIVALENT,
+        mistakes=STEP_MISTAKES,
+    ),
 ]

@@ -1,4 +1,4 @@
-"""Exercises of notebook 04 (layer norm, FFN, residual blocks): cases, references, mistakes.
+"""Exercises of notebook 04 (layer norm, FFN, residual blocks) [trusted; also the check cell]
 
 All cases are float64 and the tolerance is tight (rtol 1e-7), because some mistakes (eps
 outside the square root) change the result by little when the variance is large; the
@@ -16,7 +16,7 @@ from course_lib.layernorm import (EPS, ffn_forward, layernorm_backward, layernor
 
 NO_LIBRARY = ("course_lib.layernorm", "torch")
 BLOCK_HELPERS = ("layernorm_forward", "ffn_forward")  # the blocks are built from the learner's own
-TOL = dict(rtol=1e-7, atol=1e-9)
+RTOL, ATOL = 1e-7, 1e-9
 
 
 # --------------------------------------------------------------------------- forward
@@ -252,7 +252,7 @@ EXERCISES = [
              cases=_forward_cases, reference=_forward_out, points=2, output_names=("out",),
              call="first_output",
              forbidden=NO_LIBRARY, mistakes=FORWARD_MISTAKES, features=LN_FEATURES,
-             dims=_ln_dims, **TOL),
+             dims=_ln_dims, rtol=RTOL, atol=ATOL),
     Exercise(id="layernorm.backward", function="layernorm_backward",
              signature="layernorm_backward(dout, cache) -> (dx, dgamma, dbeta)",
              cases=_backward_cases, reference=_backward_reference, points=3,
@@ -260,21 +260,21 @@ EXERCISES = [
              helpers=("layernorm_forward",),
              forbidden=NO_LIBRARY + ("torch.autograd",), mistakes=BACKWARD_MISTAKES,
              held_constant=HELD_CONSTANT,
-             features=LN_FEATURES, dims=_ln_dims, **TOL),
+             features=LN_FEATURES, dims=_ln_dims, rtol=RTOL, atol=ATOL),
     Exercise(id="layernorm.ffn", function="ffn_forward",
              signature="ffn_forward(x, W1, b1, W2, b2) -> (out, cache)",
              cases=_ffn_cases, reference=_ffn, points=1, output_names=("out",),
              call="first_output",
              forbidden=NO_LIBRARY, mistakes=FFN_MISTAKES,
-             features=BLOCK_FEATURES, dims=_ln_dims, **TOL),
+             features=BLOCK_FEATURES, dims=_ln_dims, rtol=RTOL, atol=ATOL),
     Exercise(id="layernorm.post_ln", function="post_ln_block",
              signature="post_ln_block(x, W1, b1, W2, b2, gamma, beta) -> out",
              cases=_block_cases, reference=post_ln_block, points=1, output_names=("out",),
              helpers=BLOCK_HELPERS, forbidden=NO_LIBRARY, mistakes=POST_LN_MISTAKES,
-             features=BLOCK_FEATURES, dims=_ln_dims, **TOL),
+             features=BLOCK_FEATURES, dims=_ln_dims, rtol=RTOL, atol=ATOL),
     Exercise(id="layernorm.pre_ln", function="pre_ln_block",
              signature="pre_ln_block(x, W1, b1, W2, b2, gamma, beta) -> out",
              cases=_block_cases, reference=pre_ln_block, points=1, output_names=("out",),
              helpers=BLOCK_HELPERS, forbidden=NO_LIBRARY, mistakes=PRE_LN_MISTAKES,
-             features=BLOCK_FEATURES, dims=_ln_dims, **TOL),
+             features=BLOCK_FEATURES, dims=_ln_dims, rtol=RTOL, atol=ATOL),
 ]

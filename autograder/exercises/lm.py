@@ -1,4 +1,4 @@
-"""Exercises of notebook 01 (language-model baselines): cases, references, named mistakes.
+"""Exercises of notebook 01 (language-model baselines) [trusted; also the check cell]
 
 n-gram part: counting, add-k smoothing, rolling a weighted die, perplexity. Recurrent part:
 Elman RNN forward, backpropagation through time, one LSTM cell. All numpy; the references
@@ -370,77 +370,135 @@ def _rnn_dims(c):
 
 
 EXERCISES = [
-    Exercise("lm.count_ngrams", "count_ngrams",
-             "count_ngrams(idx, n, vocab_size) -> counts", _count_cases, count_ngrams,
-             mistakes=COUNT_MISTAKES, forbidden=NO_LIBRARY, output_names=("counts",),
-             features=shape_features(**{
-                 "unigrams (n = 1)": lambda c: c["n"] == 1,
-                 "n >= 3": lambda c: c["n"] >= 3,
-                 "a text holding a single n-gram": lambda c: len(c["idx"]) == c["n"]}),
-             dims=lambda c: {"T": len(c["idx"]), "n": c["n"], "vocab_size": c["vocab_size"]}),
-    Exercise("lm.ngram_probs", "ngram_probs", "ngram_probs(counts, k=0.0) -> probs",
-             _probs_cases, ngram_probs, mistakes=PROBS_MISTAKES, forbidden=NO_LIBRARY,
-             output_names=("probs",),
-             equivalent={
-                 **{m: "`safe` only guards the division of counts / safe for rows with total 0, "
-                       "and the return's np.where(total > 0, ...) gives those rows 1 / vocab_size "
-                       "whatever the division gave (counts and k are non-negative)" for m in (
-                     "ngram_probs: total > 0 -> total >= 0", "ngram_probs: 0 -> -1",
-                     "ngram_probs: safe -> total")},
-                 "ngram_probs: 1 -> 0": "counts has shape (vocab_size,) * n by the exercise's "
-                                        "text: every axis has length vocab_size, so shape[0] is "
-                                        "shape[-1]"},
-             features=shape_features(**{
-                 "k > 0 (smoothing)": lambda c: c["k"] > 0,
-                 "contexts never seen (all-zero rows)": lambda c: np.ndim(c["counts"]) > 1 and (
-                     np.asarray(c["counts"]).reshape(-1, np.shape(c["counts"])[-1]).sum(1) == 0).any(),
-                 "a unigram table (1-D)": lambda c: np.ndim(c["counts"]) == 1,
-                 "a table of n >= 3 (3-D)": lambda c: np.ndim(c["counts"]) >= 3}),
-             dims=lambda c: {"vocab_size": np.shape(c["counts"])[-1]}),
-    Exercise("lm.roll_die", "roll_die", "roll_die(weights, u) -> faces", _die_cases, roll_die,
-             mistakes=DIE_MISTAKES, forbidden=NO_LIBRARY, output_names=("faces",),
-             equivalent={
-                 **{m: "weights is (B, vocab_size) by the exercise's text (and cum[:, -1:] in the "
-                       "reference needs 2-D), so axis 1 is axis -1" for m in (
-                     "roll_die: np.cumsum(weights, axis=-1) -> np.cumsum(weights, axis=1)",
-                     "roll_die: -1 -> 1",
-                     "roll_die: (cum <= threshold).sum(axis=-1) -> (cum <= threshold).sum(axis=1)",
-                     "roll_die: -1 -> 1 #3")},
-                 "roll_die: a line that updates `weights` is missing":
-                     "np.asarray(weights, float64) changes nothing for float64 weights, a list "
-                     "(np.cumsum converts it) or integer weights (exact sums, compared with a "
-                     "float64 threshold); only float32 rounding of the cdf at a face boundary "
-                     "could differ, which the text does not specify (a float32 learner cdf "
-                     "would differ there too)"},
-             features=shape_features(**{
-                 "faces of weight zero": lambda c: (c["weights"] == 0).any(),
-                 "a die with one face": lambda c: c["weights"].shape[-1] == 1,
-                 "u just below 1, where a cumulative probability can round below 1 (the face "
-                 "must stay below vocab_size)": lambda c: (np.asarray(c["u"]) == _U_LAST).any()})),
-    Exercise("lm.perplexity", "perplexity", "perplexity(probs, targets) -> (ppl, bpc)",
-             _ppl_cases, perplexity, mistakes=PPL_MISTAKES, forbidden=NO_LIBRARY,
-             output_names=("ppl", "bpc"),
-             features=shape_features(**{"a single token (T = 1)": lambda c: len(c["targets"]) == 1}),
-             dims=lambda c: {"T": len(c["targets"]), "vocab_size": c["probs"].shape[-1]}),
-    Exercise("lm.rnn_forward", "rnn_forward", "rnn_forward(x, h0, Wxh, Whh, b) -> (h, cache)",
-             _rnn_cases, _rnn_outputs, call="output_and_cache",  # the cache the text prescribes too
-             mistakes=RNN_MISTAKES, forbidden=NO_LIBRARY,
-             output_names=("h", "cache[0] (x)", "cache[1] (h0)", "cache[2] (Wxh)", "cache[3] (Whh)", "cache[4] (h)"),
-             features=RNN_FEATURES, dims=_rnn_dims),
-    Exercise("lm.rnn_backward", "rnn_backward",
-             "rnn_backward(dh, cache) -> (dx, dh0, dWxh, dWhh, db)", _bptt_cases, rnn_backward,
-             points=2.0, mistakes=BPTT_MISTAKES, forbidden=NO_LIBRARY,
-             equivalent={"rnn_backward: da.sum(axis=0) -> da.sum(axis=-2)":
-                         "da is (B, H) (dh[:, t] of dh (B, T, H) by the text), so axis -2 is axis 0"},
-             output_names=("dx", "dh0", "dWxh", "dWhh", "db"),
-             features=RNN_FEATURES, dims=_rnn_dims),
-    Exercise("lm.lstm_cell", "lstm_cell_forward",
-             "lstm_cell_forward(x, h_prev, c_prev, W, b) -> (h, c)", _lstm_cases,
-             lambda **c: lstm_cell_forward(**c)[:2], mistakes=LSTM_MISTAKES,
-             equivalent={"lstm_cell_forward: np.concatenate([h_prev, x], axis=1) -> "
-                         "np.concatenate([h_prev, x], axis=-1)":
-                         "x (B, D) and h_prev (B, H) are 2-D by the exercise's text, so axis -1 "
-                         "is axis 1"},
-             forbidden=NO_LIBRARY, output_names=("h", "c"),
-             features=shape_features(**{"a single example (B = 1)": lambda c: len(c["x"]) == 1})),
+    Exercise(
+        id="lm.count_ngrams",
+        function="count_ngrams",
+        signature="count_ngrams(idx, n, vocab_size) -> counts",
+        cases=_count_cases,
+        reference=count_ngrams,
+        points=1.0,
+        output_names=("counts",),
+        forbidden=NO_LIBRARY,
+        features=shape_features(**{
+            "unigrams (n = 1)": lambda c: c["n"] == 1,
+            "n >= 3": lambda c: c["n"] >= 3,
+            "a text holding a single n-gram": lambda c: len(c["idx"]) == c["n"]}),
+        dims=lambda c: {"T": len(c["idx"]), "n": c["n"], "vocab_size": c["vocab_size"]},
+        mistakes=COUNT_MISTAKES,
+    ),
+    Exercise(
+        id="lm.ngram_probs",
+        function="ngram_probs",
+        signature="ngram_probs(counts, k=0.0) -> probs",
+        cases=_probs_cases,
+        reference=ngram_probs,
+        points=1.0,
+        output_names=("probs",),
+        forbidden=NO_LIBRARY,
+        features=shape_features(**{
+            "k > 0 (smoothing)": lambda c: c["k"] > 0,
+            "contexts never seen (all-zero rows)": lambda c: np.ndim(c["counts"]) > 1 and (
+                np.asarray(c["counts"]).reshape(-1, np.shape(c["counts"])[-1]).sum(1) == 0).any(),
+            "a unigram table (1-D)": lambda c: np.ndim(c["counts"]) == 1,
+            "a table of n >= 3 (3-D)": lambda c: np.ndim(c["counts"]) >= 3}),
+        dims=lambda c: {"vocab_size": np.shape(c["counts"])[-1]},
+        equivalent={
+            **{m: "`safe` only guards the division of counts / safe for rows with total 0, "
+                  "and the return's np.where(total > 0, ...) gives those rows 1 / vocab_size "
+                  "whatever the division gave (counts and k are non-negative)" for m in (
+                "ngram_probs: total > 0 -> total >= 0", "ngram_probs: 0 -> -1",
+                "ngram_probs: safe -> total")},
+            "ngram_probs: 1 -> 0": "counts has shape (vocab_size,) * n by the exercise's "
+                                   "text: every axis has length vocab_size, so shape[0] is "
+                                   "shape[-1]"},
+        mistakes=PROBS_MISTAKES,
+    ),
+    Exercise(
+        id="lm.roll_die",
+        function="roll_die",
+        signature="roll_die(weights, u) -> faces",
+        cases=_die_cases,
+        reference=roll_die,
+        points=1.0,
+        output_names=("faces",),
+        forbidden=NO_LIBRARY,
+        features=shape_features(**{
+            "faces of weight zero": lambda c: (c["weights"] == 0).any(),
+            "a die with one face": lambda c: c["weights"].shape[-1] == 1,
+            "u just below 1, where a cumulative probability can round below 1 (the face "
+            "must stay below vocab_size)": lambda c: (np.asarray(c["u"]) == _U_LAST).any()}),
+        equivalent={
+            **{m: "weights is (B, vocab_size) by the exercise's text (and cum[:, -1:] in the "
+                  "reference needs 2-D), so axis 1 is axis -1" for m in (
+                "roll_die: np.cumsum(weights, axis=-1) -> np.cumsum(weights, axis=1)",
+                "roll_die: -1 -> 1",
+                "roll_die: (cum <= threshold).sum(axis=-1) -> (cum <= threshold).sum(axis=1)",
+                "roll_die: -1 -> 1 #3")},
+            "roll_die: a line that updates `weights` is missing":
+                "np.asarray(weights, float64) changes nothing for float64 weights, a list "
+                "(np.cumsum converts it) or integer weights (exact sums, compared with a "
+                "float64 threshold); only float32 rounding of the cdf at a face boundary "
+                "could differ, which the text does not specify (a float32 learner cdf "
+                "would differ there too)"},
+        mistakes=DIE_MISTAKES,
+    ),
+    Exercise(
+        id="lm.perplexity",
+        function="perplexity",
+        signature="perplexity(probs, targets) -> (ppl, bpc)",
+        cases=_ppl_cases,
+        reference=perplexity,
+        points=1.0,
+        output_names=("ppl", "bpc"),
+        forbidden=NO_LIBRARY,
+        features=shape_features(**{"a single token (T = 1)": lambda c: len(c["targets"]) == 1}),
+        dims=lambda c: {"T": len(c["targets"]), "vocab_size": c["probs"].shape[-1]},
+        mistakes=PPL_MISTAKES,
+    ),
+    Exercise(
+        id="lm.rnn_forward",
+        function="rnn_forward",
+        signature="rnn_forward(x, h0, Wxh, Whh, b) -> (h, cache)",
+        cases=_rnn_cases,
+        reference=_rnn_outputs,
+        call="output_and_cache",  # the cache the text prescribes too
+        points=1.0,
+        output_names=("h", "cache[0] (x)", "cache[1] (h0)", "cache[2] (Wxh)", "cache[3] (Whh)",
+                      "cache[4] (h)"),
+        forbidden=NO_LIBRARY,
+        features=RNN_FEATURES,
+        dims=_rnn_dims,
+        mistakes=RNN_MISTAKES,
+    ),
+    Exercise(
+        id="lm.rnn_backward",
+        function="rnn_backward",
+        signature="rnn_backward(dh, cache) -> (dx, dh0, dWxh, dWhh, db)",
+        cases=_bptt_cases,
+        reference=rnn_backward,
+        points=2.0,
+        output_names=("dx", "dh0", "dWxh", "dWhh", "db"),
+        forbidden=NO_LIBRARY,
+        features=RNN_FEATURES,
+        dims=_rnn_dims,
+        equivalent={"rnn_backward: da.sum(axis=0) -> da.sum(axis=-2)":
+                    "da is (B, H) (dh[:, t] of dh (B, T, H) by the text), so axis -2 is axis 0"},
+        mistakes=BPTT_MISTAKES,
+    ),
+    Exercise(
+        id="lm.lstm_cell",
+        function="lstm_cell_forward",
+        signature="lstm_cell_forward(x, h_prev, c_prev, W, b) -> (h, c)",
+        cases=_lstm_cases,
+        reference=lambda **c: lstm_cell_forward(**c)[:2],
+        points=1.0,
+        output_names=("h", "c"),
+        forbidden=NO_LIBRARY,
+        features=shape_features(**{"a single example (B = 1)": lambda c: len(c["x"]) == 1}),
+        equivalent={"lstm_cell_forward: np.concatenate([h_prev, x], axis=1) -> "
+                    "np.concatenate([h_prev, x], axis=-1)":
+                    "x (B, D) and h_prev (B, H) are 2-D by the exercise's text, so axis -1 "
+                    "is axis 1"},
+        mistakes=LSTM_MISTAKES,
+    ),
 ]

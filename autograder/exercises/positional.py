@@ -1,4 +1,4 @@
-"""Exercises of notebook 03 (positional encoding): cases, references and named mistakes.
+"""Exercises of notebook 03 (positional encoding) [trusted; also the check cell]
 
 Convention (course_lib.positional): pairs of adjacent dimensions (2k, 2k+1), pair k at
 omega_k = 10000^(-2k/d_model), sin first then cos; A(m) has the 2x2 blocks

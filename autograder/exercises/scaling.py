@@ -1,4 +1,6 @@
-"""Exercises of notebook 06, "GPT-3 by the numbers": parameters, compute, memory, time.
+"""Exercises of notebook 06, "GPT-3 by the numbers" [trusted; also the check cell]
+
+Parameters, compute, memory, time.
 
 Every input is a plain Python number (sizes are ints, budgets floats) and every output a
 scalar. The cases put GPT-3's own sizes among the public ones, so the learner sees 175
@@ -8,7 +10,7 @@ The references are ``course_lib.scaling``, which the learner may not call.
 """
 from __future__ import annotations
 
-from autograder.judge.exercise import Mistake, exercise_maker
+from autograder.judge.exercise import Exercise, Mistake
 from autograder.judge.features import shape_features
 from course_lib import scaling
 
@@ -385,37 +387,80 @@ TIME_FEATURES = shape_features(**{"a single device": lambda c: c["n_devices"] ==
 
 
 # ============================================================================ the registry
-_exercise = exercise_maker("scaling", forbidden=FORBIDDEN, rtol=RTOL, atol=ATOL)
-
-
 EXERCISES = [
-    _exercise("param_count", function="param_count",
-              signature="param_count(n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff, tied) "
-                        "-> int",
-              cases=_count_cases, reference=param_count, points=3, output_names=("n_params",),
-              features=COUNT_FEATURES, mistakes=COUNT_MISTAKES,
-              equivalent=COUNT_EQUIVALENT),
-    _exercise("compute", function="training_compute",
-              signature="training_compute(n_params, n_tokens) -> (flops, pfs_days)",
-              cases=_compute_cases, reference=training_compute, points=1,
-              output_names=("flops", "pfs_days"), mistakes=COMPUTE_MISTAKES,
-              equivalent=COMPUTE_EQUIVALENT),
-    _exercise("memory", function="training_memory",
-              signature="training_memory(n_params, bytes_per_param, master_weights) -> "
-                        "(weights, gradients, master, adam, total)",
-              cases=_memory_cases, reference=training_memory, points=2,
-              output_names=("weights", "gradients", "master", "adam", "total"),
-              features=MEMORY_FEATURES, mistakes=MEMORY_MISTAKES,
-              equivalent=MEMORY_EQUIVALENT),
-    _exercise("kv_cache", function="kv_cache_bytes",
-              signature="kv_cache_bytes(n_layers, d_model, batch, context, bytes_per_value) "
-                        "-> bytes",
-              cases=_kv_cases, reference=kv_cache_bytes, points=1, output_names=("bytes",),
-              features=KV_FEATURES, mistakes=KV_MISTAKES,
-              equivalent=KV_EQUIVALENT),
-    _exercise("train_time", function="training_days",
-              signature="training_days(flops, n_devices, peak_flops, utilisation) -> days",
-              cases=_time_cases, reference=training_days, points=1, output_names=("days",),
-              features=TIME_FEATURES, mistakes=TIME_MISTAKES,
-              equivalent=TIME_EQUIVALENT),
+    Exercise(
+        id="scaling.param_count",
+        function="param_count",
+        signature="param_count(n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff, tied) -> int",
+        cases=_count_cases,
+        reference=param_count,
+        points=3,
+        rtol=RTOL,
+        atol=ATOL,
+        output_names=("n_params",),
+        forbidden=FORBIDDEN,
+        features=COUNT_FEATURES,
+        equivalent=COUNT_EQUIVALENT,
+        mistakes=COUNT_MISTAKES,
+    ),
+    Exercise(
+        id="scaling.compute",
+        function="training_compute",
+        signature="training_compute(n_params, n_tokens) -> (flops, pfs_days)",
+        cases=_compute_cases,
+        reference=training_compute,
+        points=1,
+        rtol=RTOL,
+        atol=ATOL,
+        output_names=("flops", "pfs_days"),
+        forbidden=FORBIDDEN,
+        equivalent=COMPUTE_EQUIVALENT,
+        mistakes=COMPUTE_MISTAKES,
+    ),
+    Exercise(
+        id="scaling.memory",
+        function="training_memory",
+        signature="training_memory(n_params, bytes_per_param, master_weights) -> "
+                  "(weights, gradients, master, adam, total)",
+        cases=_memory_cases,
+        reference=training_memory,
+        points=2,
+        rtol=RTOL,
+        atol=ATOL,
+        output_names=("weights", "gradients", "master", "adam", "total"),
+        forbidden=FORBIDDEN,
+        features=MEMORY_FEATURES,
+        equivalent=MEMORY_EQUIVALENT,
+        mistakes=MEMORY_MISTAKES,
+    ),
+    Exercise(
+        id="scaling.kv_cache",
+        function="kv_cache_bytes",
+        signature="kv_cache_bytes(n_layers, d_model, batch, context, bytes_per_value) -> bytes",
+        cases=_kv_cases,
+        reference=kv_cache_bytes,
+        points=1,
+        rtol=RTOL,
+        atol=ATOL,
+        output_names=("bytes",),
+        forbidden=FORBIDDEN,
+        features=KV_FEATURES,
+        equivalent=KV_EQUIVALENT,
+        mistakes=KV_MISTAKES,
+    ),
+    Exercise(
+        id="scaling.train_time",
+        function="training_days",
+        signature="training_days(flops, n_devices, peak_flops, utilisation) -> days",
+        cases=_time_cases,
+        reference=training_days,
+        points=1,
+        rtol=RTOL,
+        atol=ATOL,
+        output_names=("days",),
+        forbidden=FORBIDDEN,
+        features=TIME_FEATURES,
+        equivalent=TIME_EQUIVALENT,
+        mistakes=TIME_MISTAKES,
+    ),
 ]

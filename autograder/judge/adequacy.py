@@ -1,4 +1,4 @@
-"""Case adequacy: do an exercise's graded cases tell every mutant of its reference apart?
+"""Case adequacy: do an exercise's graded cases tell every mutant of its reference apart? [trusted]
 
 Trusted side, for authors and the tests (``tests/test_mutation_adequacy.py``); never staged in
 the sandbox. A mutant (``autograder.judge.mutation``) survives a key when its outputs equal the
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 
+from autograder.exercises import all_exercises, get
 from autograder.judge.exercise import Exercise
 from autograder.judge.explain import matching
 from autograder.judge.mutation import Mutant, live_sites, mutants
@@ -63,8 +64,7 @@ def check(ex: Exercise, keys=KEYS[:3]) -> Report:
 
 
 def main(argv=None) -> int:
-    from autograder.exercises import all_exercises, get
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].removesuffix(" [trusted]"))
     parser.add_argument("ids", nargs="*", help="exercise ids (default: all)")
     parser.add_argument("--keys", type=int, default=3, help="how many keys to draw cases from")
     args = parser.parse_args(argv)

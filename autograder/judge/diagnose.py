@@ -1,4 +1,4 @@
-"""Diagnoses that work for any exercise: how wrong outputs relate to the reference.
+"""Generic diagnoses: how wrong outputs relate to the reference. [trusted; also the check cell]
 
 A registered ``Mistake`` names one bug its author foresaw. The diagnoses here name bugs no
 one listed, from the learner's outputs, the reference and the case inputs alone (computed in

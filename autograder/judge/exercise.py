@@ -1,9 +1,11 @@
-"""What an exercise is: the declaration every notebook's exercises are written in.
+"""What an exercise is: the declaration every exercise is written in [trusted; also the check cell]
 
 An exercise is declared once (in ``autograder/exercises/<notebook>.py``) and used in three
 places: the check cell in the learner's kernel (advisory feedback on the public cases), the
 graded cell in the learner's kernel (records outputs as plain arrays, no verdict), and the
 trusted judge (recomputes the reference and decides the score; never runs learner code).
+It is declared with keywords only, ``Exercise(id=..., ...)``: a positional argument is a
+TypeError.
 
 Cases travel to the kernel and outputs back as plain data (``transport``), so an object whose
 ``__eq__`` always says yes, or a monkeypatched numpy in the kernel, cannot change a verdict.
@@ -21,6 +23,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from autograder.judge.features import generic
 from autograder.kernel.transport import as_outputs, encode_value  # as_outputs: also for the exercise modules
 
 Case = dict  # keyword arguments for one call: {"Q": array, "K": array, ..., "mask": None}
@@ -47,7 +50,7 @@ class Mistake:
         return f"Looks like {self.name}: {self.hint}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Exercise:
     """One graded function.
 
@@ -129,7 +132,6 @@ class Exercise:
 
     def describe(self, case: Case) -> list[str]:
         """What ``case`` exercises, in words (``autograder.judge.features``)."""
-        from autograder.judge.features import generic
         return generic(case) + list(self.features(case) if self.features else ())
 
     def name_of(self, i: int) -> str:
@@ -139,15 +141,3 @@ class Exercise:
 def _key(case: Case) -> str:
     """A case as text, to tell equal cases apart from different ones."""
     return json.dumps(encode_value(case), sort_keys=True)
-
-
-def exercise_maker(topic: str, **shared):
-    """A constructor for one registry module: ``make("forward", function, signature, cases,
-    reference, points, mistakes, features, output_names, **more)`` is the ``Exercise`` with id
-    "<topic>.forward" and the module's ``shared`` settings (its forbidden calls, tolerances)."""
-    def make(name, function, signature, cases, reference, points, mistakes=(), features=None,
-             output_names=(), **more):
-        return Exercise(id=f"{topic}.{name}", function=function, signature=signature, cases=cases,
-                        reference=reference, points=points, mistakes=mistakes, features=features,
-                        output_names=output_names, **shared, **more)
-    return make

@@ -1,4 +1,4 @@
-"""Naming a mistake nobody listed: the mutant of the reference that the learner's outputs equal.
+"""Naming an unlisted mistake: the mutant of the reference that fits. [trusted; also the check cell]
 
 Trusted side only (the judge, in the grader and in the check cell). ``explain`` runs the
 mutants of ``autograder.judge.mutation`` on the cases a learner's function was graded on and keeps
@@ -36,9 +36,11 @@ def _outputs(fn, case) -> tuple | None:
         return None
 
 
-def _kind(a: np.ndarray) -> str:
-    """What an array is, as far as an exercise can promise it: a scalar (any number), a boolean,
-    an integer or another array."""
+def output_kind(a: np.ndarray) -> str:
+    """What an output is, as far as an exercise can promise it: "scalar" (a 0-d array, any
+    number), "bool" (a boolean array), "int" (an integer array) or "other" (float, complex).
+    Here a mutant's outputs must be of the learner's kinds; the verdict holds each output to the
+    reference's (``verdict._kind_promised``)."""
     return "scalar" if a.ndim == 0 else "bool" if a.dtype == bool else "int" if a.dtype.kind in "iu" else "other"
 
 
@@ -49,7 +51,7 @@ def _equal(ex: Exercise, got: tuple | None, other: tuple | None) -> bool:
     if got is None or other is None:
         return got is None and other is None
     return len(other) == len(got) and all(close_per_output(ex, got, other, equal_nan=True)) and \
-        all(_kind(g) == _kind(o) for g, o in zip(got, other))
+        all(output_kind(g) == output_kind(o) for g, o in zip(got, other))
 
 
 def _search(ex: Exercise, pairs: list, deadline: float) -> list[int]:

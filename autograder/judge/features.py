@@ -1,4 +1,4 @@
-"""What a case exercises, in words: "a causal mask", "T_q ≠ T_k", "batch axes", ...
+"""What a case exercises, in words: "a causal mask", "T_q ≠ T_k", ... [trusted; also the check cell]
 
 Feedback on a hidden case names what the case exercises, never its numbers; a course-wide
 test (``tests/test_features.py``) checks that every feature a hidden case exercises also

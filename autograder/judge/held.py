@@ -1,8 +1,8 @@
-"""Gradients with one quantity of the forward held constant, for ``Exercise.held_constant``.
+"""Gradients with one quantity of the forward held constant. [trusted; also the check cell]
 
-A backward pass that leaves out a term of the derivation computes the gradient of a forward
-in which one intermediate quantity (a mean, a softmax's normaliser, the keys) does not move
-with the inputs. Such gradients are computed here numerically, from a forward written once
+For ``Exercise.held_constant``. A backward pass that leaves out a term of the derivation
+computes the gradient of a forward in which one intermediate quantity (a mean, a softmax's
+normaliser, the keys) does not move with the inputs. Such gradients are computed here numerically, from a forward written once
 per exercise, so no one has to foresee the learner's code: if the learner's gradients match
 them, the judge names the quantity whose term is missing.
 """

@@ -1,4 +1,4 @@
-"""Mutants of an exercise's reference: the single-point bugs a learner could plausibly write.
+"""Mutants of a reference: the single-point bugs a learner might write. [trusted; also the check cell]
 
 Trusted side only (the judge and the tests); never staged in the grading sandbox. From the
 source of the exercise's reference and of the course functions it calls (``course_lib`` and

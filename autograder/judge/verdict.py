@@ -1,6 +1,6 @@
-"""The verdict on one exercise: compare recorded outputs with the reference, name mistakes.
+"""The verdict: recorded outputs against the reference, mistakes named. [trusted; also the check cell]
 
-Runs in the trusted grading process (``nbgrader_plugin.JudgeOutputs``) on outputs decoded
+Runs in the trusted grading process (``pipeline.judge_outputs.JudgeOutputs``) on outputs decoded
 from plain data, and in the learner's own kernel for the advisory check cell (never in the
 grading sandbox). It never calls learner code: the reference and the mistakes' ``wrong``
 functions come from the registry.
@@ -14,7 +14,7 @@ import numpy as np
 
 from autograder.judge.diagnose import close_per_output, diagnose, rounding, safe_outputs
 from autograder.judge.exercise import Exercise
-from autograder.judge.explain import explain
+from autograder.judge.explain import explain, output_kind
 from autograder.judge.features import in_words
 from autograder.kernel.hints import returned_tuple_hint
 from autograder.kernel.transport import NOT_IMPLEMENTED, as_outputs
@@ -46,16 +46,16 @@ def _close(ex: Exercise, got: tuple, want: tuple, equal_nan: bool = False) -> bo
         not any(_kind_promised(g, w) for g, w in zip(got, want))
 
 
+_PROMISED = {"bool": "a boolean array", "int": "an integer array"}  # kinds of output_kind
+
+
 def _kind_promised(g: np.ndarray, w: np.ndarray) -> tuple[str, str] | None:
     """What the exercise promises that ``g`` is not, as (words, dtype to use): a boolean or an
     integer array (the reference's kind), or None. Scalars may be any number; float arrays
     any float."""
-    if w.ndim == 0:
-        return None
-    if w.dtype == bool and g.dtype != bool:
-        return "a boolean array", "bool"
-    if w.dtype.kind in "iu" and g.dtype.kind not in "iu":
-        return "an integer array", "int"
+    promised = output_kind(w)
+    if promised in _PROMISED and output_kind(np.atleast_1d(g)) != promised:  # g's dtype, any shape
+        return _PROMISED[promised], promised
     return None
 
 

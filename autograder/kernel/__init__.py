@@ -1,5 +1,7 @@
-"""What runs where the learner's code runs, and nothing else: the grading sandbox stages this
-folder (with the package's ``__init__``) and no other part of ``autograder``.
+"""What runs where the learner's code runs, and nothing else. [sandbox]
+
+The grading sandbox stages this folder (with the package's ``__init__``) and no other part of
+``autograder``.
 
     cases       the graded cell: ``record`` runs the learner's function on the cases the grader
                 wrote and displays the outputs as data; ``run_cases`` (the check cell uses it too)

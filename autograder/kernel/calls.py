@@ -1,4 +1,4 @@
-"""How an exercise calls the learner's functions on one case.
+"""How an exercise calls the learner's functions on one case. [sandbox]
 
 Most exercises call ``function(**case)``; the few that need more (the first of several
 returned values, a backward pass fed by the learner's own forward, a numerical gradient of a

@@ -1,4 +1,4 @@
-"""The graded cell, run where the learner's code runs: in the grading sandbox.
+"""The graded cell, run where the learner's code runs: in the grading sandbox. [sandbox]
 
 ``record(id, globals())`` is the graded cell: while a notebook is
 graded, the grader has written the exercise's cases (public and hidden, drawn from a secret
@@ -104,6 +104,8 @@ def run_cases(namespace: dict, function: str, call: str | None, cases: list,
 
 def record(exercise_id: str, namespace: dict) -> None:
     """The graded cell: run the cases the grader wrote and display the outputs as data."""
+    # lazy: IPython (0.1 s) for the graded cell alone: every trusted process that imports
+    # autograder (the command, the workers) runs this module too
     from IPython.display import display
 
     folder = grading_folder()
@@ -134,6 +136,8 @@ def _fixes(namespace: dict, spec: dict, cases: list, seconds: float) -> list:
     if seconds <= 1.0:
         return []
     try:
+        # lazy: repair and its operators (30 ms) only when a graded cell searches for a fix, so
+        # every notebook's `from autograder import ...` stays light
         from autograder.kernel.repair import SEARCH_SECONDS, fixes
         probes, wants, rtol, atol = decode_probes(spec.get("probes"))
         with warnings.catch_warnings():

@@ -1,4 +1,4 @@
-"""Searches that run code which may loop or allocate without end, kept in a forked child.
+"""Searches that run code which may loop or allocate without end, kept in a forked child. [sandbox]
 
 Two searches run many changed versions of a function: the judge's search among the mutants
 of the reference (``explain``) and the kernel's search for one edit that fixes the learner's
@@ -86,7 +86,7 @@ def in_child(work: Callable[[float], Any], budget: float, wall: float | None = N
         status = 1
         try:
             os.close(read)
-            import resource
+            import resource  # here, not at the top: Unix only, and this module also runs on Windows
             size = _vm_size()
             if size:  # within the limit the process already has (the grading sandbox sets one)
                 _, hard = resource.getrlimit(resource.RLIMIT_AS)

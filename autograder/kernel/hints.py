@@ -1,4 +1,4 @@
-"""What a learner reads when their function raises: the error, their line, and what to look at.
+"""What a learner reads when their function raises: the error, their line, what to look at. [sandbox]
 
 ``describe_error(err, function)`` turns "ValueError: operands could not be broadcast together
 with shapes (2,3,4) (2,3)" into one short line that names the learner's line ("line 3 of your
@@ -35,8 +35,12 @@ TORCH_METHODS = {"view": "x.reshape(...)", "unsqueeze": "x[..., None] or np.expa
                  "exp": "np.exp(x)", "softmax": "your own softmax", "matmul": "x @ y",
                  "float": "x.astype(np.float64)", "numpy": "x itself (it is already an array)"}
 TORCH_KEYWORDS = {"dim": "axis", "keepdim": "keepdims"}
-REDUCTION = re.compile(r"\b(sum|mean|max|min|amax|amin|std|var|prod|logsumexp|nansum|nanmean|nanmax|"
-                       r"average|norm)\s*\(")
+# numpy's reductions by name, one list for the kernel: ``operators`` changes their axis and
+# keepdims (and those of argmax, argmin, cumsum, all and any, which it adds)
+REDUCTIONS = ("sum", "mean", "max", "min", "amax", "amin", "std", "var", "prod", "logsumexp", "nansum",
+              "nanmax")
+# a line that reduces without keepdims, for the hint: those, and here also nanmean, average, norm
+REDUCTION = re.compile(r"\b(" + "|".join(REDUCTIONS + ("nanmean", "average", "norm")) + r")\s*\(")
 
 
 @dataclass

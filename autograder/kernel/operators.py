@@ -1,4 +1,4 @@
-"""The single-point changes a learner could plausibly make to a function's code, as AST edits.
+"""Single-point changes a learner could plausibly make to a function's code, as AST edits. [sandbox]
 
 Used on both sides: by ``autograder.judge.mutation`` (mutants of the reference) and by ``repair``
 (edits of the learner's code, in the kernel). ``changes(tree, public)`` lists, for one
@@ -27,6 +27,8 @@ import itertools
 import textwrap
 import tokenize
 import types
+
+from autograder.kernel.hints import REDUCTIONS
 
 _FLIPS = {"max": "min", "min": "max", "argmax": "argmin", "argmin": "argmax", "maximum": "minimum",
           "minimum": "maximum", "sum": "mean", "mean": "sum", "exp": "exp2", "exp2": "exp",
@@ -311,8 +313,8 @@ def changes(tree: ast.FunctionDef, public: set[str], repair: bool = False, keys=
     return sites
 
 
-_REDUCTIONS = ("sum", "mean", "max", "min", "argmax", "argmin", "std", "var", "prod", "cumsum", "amax",
-               "amin", "all", "any", "logsumexp", "nansum", "nanmax")
+# the kernel's reductions (``hints``), and here also argmax, argmin, cumsum, all and any
+_REDUCTIONS = REDUCTIONS + ("argmax", "argmin", "cumsum", "all", "any")
 _NO_KEEPDIMS = ("cumsum", "argmax", "argmin")
 _MORE_FLIPS = {"sin": "cos", "cos": "sin", "max": "maximum", "maximum": "max", "min": "minimum",
                "minimum": "min", "std": "var", "var": "std", "exp": "log", "log": "exp"}

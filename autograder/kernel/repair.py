@@ -1,4 +1,4 @@
-"""Naming a mistake by its fix: the one edit of the learner's own code after which the cases match.
+"""Naming a mistake by its fix: one edit of the learner's code after which the cases match. [sandbox]
 
 The mutants of the reference (``autograder.judge.mutation``) name a learner's mistake when the
 learner's code behaves like the reference with one change. A learner's code is often written

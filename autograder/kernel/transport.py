@@ -1,4 +1,4 @@
-"""Plain data between the trusted grader and the learner's kernel, in both directions.
+"""Plain data between the trusted grader and the learner's kernel, in both directions. [sandbox]
 
 Inputs (the cases of an exercise) go to the kernel as a JSON file the grader writes; outputs
 come back as one display output per graded cell with MIME type ``MIME``. Both hold only

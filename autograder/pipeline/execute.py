@@ -1,9 +1,10 @@
-"""The step of ``nbgrader autograde`` that runs the learner's notebook: in the sandbox, faults graded.
+"""The step of ``nbgrader autograde`` that runs the learner's notebook in the sandbox [trusted]
 
 ``SandboxedExecute`` takes the place of nbgrader's ``Execute``. It
 
-1. writes each graded exercise's cases (drawn from the grader's secret, ``plan``) where the
-   sandbox can read them, and stages the sandbox without the modules those exercises forbid;
+1. draws each graded exercise's cases (from the grader's secret, ``plan``), once: it writes
+   them where the sandbox can read them and hands them to ``JudgeOutputs`` in nbgrader's
+   ``resources``; it stages the sandbox without the modules those exercises forbid;
 2. runs, in a kernel inside the sandbox, the notebook's course set-up cells, graded cells and
    every cell the learner wrote or changed; the course's teaching cells (unchanged from the
    assignment's source) are not run, since they use the very modules the sandbox leaves out;
@@ -107,6 +108,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         to_run = [i for i, c in enumerate(nb.cells)
                   if c.cell_type == "code" and c.source.strip() and c.source.strip() not in teaching]
         graded = plan.graded_cases(nb)
+        resources.setdefault("autograder", {})[plan.GRADED] = graded  # JudgeOutputs judges on these
         forbidden = {f for ex, _ in graded.values() for f in ex.forbidden}
         isolate, _ = isolation()
         for cell in nb.cells:

@@ -1,4 +1,4 @@
-"""nbgrader's HTML feedback, without paying again for what every learner's report shares.
+"""nbgrader's HTML feedback, without paying again for what every learner's report shares. [trusted]
 
 ``nbgrader generate_feedback`` builds a new nbconvert ``HTMLExporter`` for every run: it
 finds and compiles the feedback template again and renders every markdown cell of the

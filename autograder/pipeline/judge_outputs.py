@@ -1,13 +1,15 @@
-"""The trusted step of ``nbgrader autograde``: turn recorded outputs into scores.
+"""The step of ``nbgrader autograde`` that turns recorded outputs into scores [trusted]
 
-``JudgeOutputs`` runs right after ``execute.SandboxedExecute``. For each graded cell it
-draws the same cases the sandbox was given (``plan``), reads the outputs the learner's
-kernel displayed (plain numbers, checked by ``transport``), computes the reference itself,
-names recognised mistakes (``judge``, with the edits of the learner's code the kernel found
-to fix it, named only where the reference confirms them on every case), and replaces the cell's outputs with the messages and
-the score as an ``execute_result`` (nbgrader's partial credit). The exercise comes from the
-cell's source, which nbgrader has restored from the gradebook, never from the learner's
-outputs. It runs no learner code and reads nothing else the sandbox wrote.
+``JudgeOutputs`` runs right after ``execute.SandboxedExecute``, which hands it, in nbgrader's
+``resources``, the cases each graded cell was given (``plan``, drawn once per grading). For
+each graded cell it reads the outputs the learner's kernel displayed (plain numbers, checked
+by ``transport``), computes the reference itself, names recognised mistakes (``judge``, with
+the edits of the learner's code the kernel found to fix it, named only where the reference
+confirms them on every case), and replaces the cell's outputs with the verdict: its messages
+as text, and the score as an ``execute_result`` (nbgrader's partial credit) that also carries
+the whole verdict as data (``VERDICT``), which ``grading.read_results`` reads back. The
+exercise comes from the cell's source, which nbgrader has restored from the gradebook, never
+from the learner's outputs. It runs no learner code and reads nothing else the sandbox wrote.
 """
 from __future__ import annotations
 
@@ -17,11 +19,12 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from autograder.pipeline.execute import FAULT
 from autograder.exercises import get
 from autograder.judge.verdict import Verdict, helper_note, judge
-from autograder.pipeline.plan import graded_cases
+from autograder.pipeline.plan import GRADED
 from autograder.kernel.repair import decode_fixes
 from autograder.kernel.transport import MIME, decode_results
 
 MAX_MESSAGE = 300  # characters of a learner's error text quoted in feedback
+VERDICT = "application/vnd.autograder.verdict+json"  # the verdict as data, beside its score
 
 
 def _fault(cell) -> str | None:
@@ -60,11 +63,21 @@ def verdict_for_cell(cell, ex, cases, earlier_faults: list[str]) -> Verdict:
 
 
 def verdict_outputs(verdict: Verdict) -> list:
+    """The graded cell's outputs: the messages as text, the score as nbgrader reads it, and
+    the verdict as data (nbconvert shows the ``text/plain`` score, not the data)."""
     text = (f"{verdict.exercise_id}: {verdict.points:g} / {verdict.max_points:g} points\n"
             + "\n".join(verdict.messages) + "\n")
+    data = {"exercise": verdict.exercise_id, "points": float(verdict.points),
+            "max_points": float(verdict.max_points), "messages": list(verdict.messages)}
     return [new_output("stream", name="stdout", text=text),
-            new_output("execute_result", data={"text/plain": repr(float(verdict.points))},
+            new_output("execute_result", data={"text/plain": repr(float(verdict.points)), VERDICT: data},
                        execution_count=None)]
+
+
+def recorded_verdict(cell) -> dict | None:
+    """The verdict ``JudgeOutputs`` put in an autograded graded cell, if any."""
+    return next((o.data[VERDICT] for o in cell.get("outputs", [])
+                 if o.get("output_type") == "execute_result" and VERDICT in o.get("data", {})), None)
 
 
 class JudgeOutputs(NbGraderPreprocessor):
@@ -72,7 +85,10 @@ class JudgeOutputs(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         faults, graded = [], []
-        cases = graded_cases(nb)
+        cases = resources.get("autograder", {}).get(GRADED)
+        if cases is None:
+            raise RuntimeError("JudgeOutputs needs SandboxedExecute right before it in "
+                               "Autograde.autograde_preprocessors: it draws the cases judged here")
         for i, cell in enumerate(nb.cells):
             if i in cases:
                 ex, ex_cases = cases[i]

@@ -1,4 +1,4 @@
-"""Which exercises a notebook grades, and the cases it is graded on.
+"""Which exercises a notebook grades, and the cases it is graded on [trusted]
 
 Each graded cell names its exercise in its source, which nbgrader has restored from the
 gradebook, never from what the learner wrote. The cases come from a seed derived from the
@@ -21,6 +21,7 @@ from autograder.exercises import get
 RECORD_CALL = re.compile(r"""^record\(\s*["']([\w.]+)["']\s*,\s*globals\(\)\s*\)\s*$""", re.M)
 SECRET_ENV = "AUTOGRADER_SECRET_FILE"
 KEY_ENV = "AUTOGRADER_SUBMISSION_KEY_FILE"  # a class grader's worker: the one submission's key
+GRADED = "graded"  # resources["autograder"][GRADED]: what graded_cases gave, from execution to judge
 
 
 def recorded_exercise(cell) -> str | None:

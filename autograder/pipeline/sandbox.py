@@ -1,4 +1,4 @@
-"""The grading sandbox: what the learner's kernel can see, reach and use while it is graded.
+"""The grading sandbox: what the learner's kernel can see, reach and use while it is graded. [trusted]
 
 The kernel of a graded notebook runs under bubblewrap (Debian's ``bwrap``):
 
@@ -34,6 +34,8 @@ import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from course_lib.data import cache_dir
 
 AUTOGRADER = Path(__file__).resolve().parent.parent
 COURSE_LIB = AUTOGRADER.parent / "course_lib"
@@ -280,8 +282,6 @@ def _bind(how: str, path: Path) -> list[str]:
 
 
 def _data_dir() -> Path | None:
-    from course_lib.data import cache_dir
-
     path = cache_dir()
     return path if path.is_dir() else None
 

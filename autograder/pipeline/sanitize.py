@@ -1,4 +1,4 @@
-"""Learner-made HTML is shown, never run, where the instructor and the learner read it.
+"""Learner-made HTML is shown, never run, where the instructor and the learner read it. [trusted]
 
 The autograded notebook is what the formgrader shows in the instructor's browser, signed in
 to the Jupyter server that holds the gradebook, and what nbgrader turns into the learner's
@@ -8,9 +8,10 @@ and a markdown cell's raw HTML into the page as they are, so a learner's
 start a terminal). ``SanitizeOutputs``, a step of ``nbgrader autograde`` right after the
 judge, rewrites the notebook so that nothing the learner made can run:
 
-- outputs: HTML is cleaned with nbconvert's own cleaner (bleach: no scripts, no event
-  handlers); JavaScript, SVG, markdown, LaTeX and widget outputs are dropped, keeping their
-  ``text/plain`` form, or a line that says what was dropped; images stay (base64 PNG/JPEG);
+- outputs (but the graded cells', which hold the judge's verdict): HTML is cleaned with
+  nbconvert's own cleaner (bleach: no scripts, no event handlers); JavaScript, SVG, markdown,
+  LaTeX and widget outputs are dropped, keeping their ``text/plain`` form, or a line that says
+  what was dropped; images stay (base64 PNG/JPEG);
 - markdown cells the learner wrote (any not in the assignment's source) are cleaned the same
   way; the course's own cells are left alone;
 - saved widget state (the notebook's ``widgets`` metadata, which JupyterLab writes on save) is
@@ -23,6 +24,7 @@ from nbconvert.filters.strings import clean_html
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograder.paths import SOLUTIONS
+from autograder.pipeline.plan import GRADED
 
 KEEP = {"text/plain", "image/png", "image/jpeg", "image/gif"}
 
@@ -58,8 +60,9 @@ class SanitizeOutputs(NbGraderPreprocessor):
         # it, which would run the JavaScript a widget model names (anywidget's _esm, say)
         nb.metadata.pop("widgets", None)
         course = _course_markdown(resources)
-        for cell in nb.cells:
-            if cell.cell_type == "code":
+        judged = resources.get("autograder", {}).get(GRADED, {})  # their outputs are the judge's
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type == "code" and i not in judged:
                 for output in cell.get("outputs", []):
                     sanitize_output(output)
             elif cell.cell_type == "markdown" and cell.source not in course:

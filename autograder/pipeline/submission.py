@@ -1,4 +1,4 @@
-"""Turn whatever a learner submitted into a notebook nbgrader can grade, and say what was wrong.
+"""Turn whatever a learner submitted into a notebook nbgrader can grade; say what was wrong. [trusted]
 
 Runs in the trusted parent before nbgrader sees the file, so no submission can make nbgrader
 fail ("Please see the above traceback") or touch another learner's grade. The notebook is

@@ -16,6 +16,7 @@ import torch
 
 from course_lib.attention import causal_mask, split_heads
 from course_lib.explorer.widget import AttentionExplorer, AttentionMaps
+from course_lib.generate import greedy_decode
 from course_lib.tokenize import BOS, BYTE_OFFSET, EOS, SPECIAL_TOKENS
 from course_lib.transformer import GPT, Transformer
 
@@ -137,8 +138,6 @@ def transformer_maps(model: Transformer, source, target, tokenizer,
     """Encoder self-, decoder masked self- and cross-attention of notebook 05's Transformer on
     ``source`` with ``target`` fed to the decoder after <s> (teacher forcing); without a
     target, the model's own greedy output."""
-    from course_lib.generate import greedy_decode
-
     device = next(model.parameters()).device
     src_ids = _ids(tokenizer, source)
     src = torch.tensor([src_ids], device=device)  # (1, S)

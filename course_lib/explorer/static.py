@@ -9,6 +9,7 @@ they appear only where they are displayed or saved.
 """
 from __future__ import annotations
 
+import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
@@ -32,8 +33,6 @@ def _ticks(ax, axis, tokens):
 
 def _heatmap(ax, A, mask, query_tokens, key_tokens, highlight=None):
     """Weights A (T_q, T_k), masked cells grey; returns the image."""
-    import matplotlib
-
     cmap = matplotlib.colormaps["viridis"].with_extremes(bad=MASKED_COLOR)
     shown = A if mask is None else np.ma.masked_array(A, mask=~mask)
     im = ax.imshow(shown, cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest", aspect="auto")
@@ -85,8 +84,6 @@ def _tiles(m, size=TILE):
 
 
 def _model_view(fig, ex, m):
-    import matplotlib
-
     L, H = m.shape[:2]
     image, n, k = _tiles(m)
     ax = fig.subplots()

@@ -185,7 +185,7 @@ class AttentionExplorer(anywidget.AnyWidget):
     # ------------------------------------------------------------------ where widgets cannot run
     def static(self, view: str | None = None):
         """The current picture as a matplotlib Figure (for feedback reports and terminals)."""
-        from course_lib.explorer.static import figure
+        from course_lib.explorer.static import figure  # lazy: matplotlib (0.6 s), for this alone
 
         return figure(self, view or self.view)
 

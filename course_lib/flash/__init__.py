@@ -40,7 +40,7 @@ def flash_attention(q, k, v, causal=False, mask=None):
 def _triton_kernels():
     """The Triton module when it imports and finds a GPU, else None (no triton, no CUDA)."""
     try:
-        from course_lib.flash import triton_kernels
+        from course_lib.flash import triton_kernels  # lazy: triton (seconds), for CUDA tensors alone
     except ImportError:
         return None
     return triton_kernels if triton_kernels.available() else None
