@@ -60,7 +60,7 @@ class Graded:
 
 
 class ScratchCourse:
-    """An nbgrader course directory at ``root`` (an empty folder) with one assignment generated.
+    """An nbgrader course directory at ``root`` (a new or empty folder) with one assignment generated.
 
     Its feedback uses ``feedback.FeedbackExporter``, whose compiled template a class worker
     shares between the reports it writes.
@@ -69,6 +69,7 @@ class ScratchCourse:
     def __init__(self, assignment: str, root: Path):
         quick_alembic_head()  # saves the 3 s `alembic heads` subprocess per new gradebook
         self.root, self.assignment = Path(root), assignment
+        self.root.mkdir(parents=True, exist_ok=True)
         self.api = new_course(self.root)
         self.api.config.GenerateFeedback.exporter_class = FeedbackExporter
         require_success(self.api.generate_assignment(assignment), "generate_assignment")
