@@ -237,3 +237,16 @@ def test_every_import_inside_a_function_says_why():
                            if node.lineno - 1 not in comment_lines
                            and not comments & set(range(node.lineno, node.end_lineno + 1))]
     assert not silent, silent
+
+
+def test_the_tests_mirror_the_code():
+    """tests/ holds a folder per package folder it tests (and notebooks/ for the notebooks):
+    whoever changes autograder/pipeline/ finds its tests under tests/autograder/pipeline/."""
+    tests = ROOT / "tests"
+    folders = {p.parent.relative_to(tests) for p in tests.rglob("test_*.py")}
+    assert Path("autograder/pipeline") in folders and Path("course_lib") in folders
+    strays = [str(f) for f in folders
+              if f != Path(".") and f != Path("notebooks") and not (ROOT / f).is_dir()]
+    assert not strays, f"test folders with no code folder of the same name: {strays}"
+    loose = sorted(p.name for p in tests.glob("test_*.py"))
+    assert loose == ["test_layout.py", "test_packaging.py"], loose  # about the repository as a whole

@@ -6,7 +6,7 @@ Every case is float64. The references are ``course_lib.flash.reference``. The mi
 modelled by three tiled implementations below (``running_stats``, ``tiled_forward``,
 ``tiled_backward``) whose keyword-only switches each turn on one plausible bug, so a model
 shares every other line with the right algorithm. With no switch set they equal the
-references (``tests/test_flash_exercises.py`` checks).
+references (``tests/autograder/exercises/test_flash_exercises.py`` checks).
 
 Shapes (course glossary, row form): s (..., n); Q (..., T_q, d_k), K (..., T_k, d_k),
 V (..., T_k, d_v); out and dout (..., T_q, d_v); lse (..., T_q). Causal attention uses

@@ -1,6 +1,6 @@
 """Case adequacy: do an exercise's graded cases tell every mutant of its reference apart? [trusted]
 
-Trusted side, for authors and the tests (``tests/test_mutation_adequacy.py``); never staged in
+Trusted side, for authors and the tests (``tests/autograder/judge/test_mutation_adequacy.py``); never staged in
 the sandbox. A mutant (``autograder.judge.mutation``) survives a key when its outputs equal the
 reference's on every graded case drawn from that key. Each survivor is a bug some learner
 would keep full marks with: add a case that tells it apart (in every key's draw, not by

@@ -79,7 +79,7 @@ class Exercise:
     equivalent: ``{mutant id: reason}``: mutants of the reference (``autograder.judge.mutation``)
                that no legitimate case can tell from it, each with a one-line reason a
                reviewer can check; every other mutant must lose points on the graded cases
-               under every key (``autograder.judge.adequacy``, ``tests/test_mutation_adequacy.py``).
+               under every key (``autograder.judge.adequacy``, ``tests/autograder/judge/test_mutation_adequacy.py``).
     held_constant: for a backward pass, ``{"the mean": fn}`` where ``fn(**case)`` returns the
                gradients with that quantity of the forward held constant; feedback names the
                missing term when the learner's gradients match one.

@@ -1,7 +1,7 @@
 """What a case exercises, in words: "a causal mask", "T_q ≠ T_k", ... [trusted; also the check cell]
 
 Feedback on a hidden case names what the case exercises, never its numbers; a course-wide
-test (``tests/test_features.py``) checks that every feature a hidden case exercises also
+test (``tests/autograder/judge/test_features.py``) checks that every feature a hidden case exercises also
 appears in at least one public case, so that the check cell can fail on it first.
 
 ``generic(case)`` finds what any case shows by its values (masks and their kinds, float32,

@@ -4,7 +4,7 @@ The query-key view needs each head's queries and keys, and the models keep only 
 (``attention_maps()``). So ``explore`` records the input of every attention layer during
 one forward pass with forward hooks (the model's code stays as it is) and recomputes
 q = x W_q, k = x W_k per head with ``split_heads``: the two lines the layer itself runs, on
-the very tensors it ran them on. tests/test_explorer.py checks that softmax(q k^T / sqrt(d_k)
+the very tensors it ran them on. tests/course_lib/test_explorer.py checks that softmax(q k^T / sqrt(d_k)
 + M) gives back ``attention_maps()`` for GPT and for the encoder-decoder Transformer.
 """
 from __future__ import annotations

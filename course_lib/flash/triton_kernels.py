@@ -36,7 +36,7 @@ about float32's precision where plain TF32 would keep 10 bits.
 Shapes follow the course glossary: q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v),
 the leading axes (typically B, n_heads) the same for all three and flattened into one.
 With ``TRITON_INTERPRET=1`` set before this module is imported, Triton runs the kernels in
-numpy on the CPU (slowly: small blocks, no autotuning), which is how tests/test_flash_triton.py
+numpy on the CPU (slowly: small blocks, no autotuning), which is how tests/course_lib/test_flash_triton.py
 checks them on a machine without a GPU.
 """
 from __future__ import annotations

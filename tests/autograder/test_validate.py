@@ -1,6 +1,6 @@
 """nbgrader's Validate gives the grader's verdict: `nbgrader validate`, `autograder validate`.
 
-(JupyterLab's Validate button: tests/test_jupyterlab.py.) Each grading runs in the sandbox
+(JupyterLab's Validate button: tests/notebooks/test_jupyterlab.py.) Each grading runs in the sandbox
 where AUTOGRADER_ISOLATION=required (CI), as `submit` does.
 """
 import json

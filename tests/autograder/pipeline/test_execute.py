@@ -1,0 +1,38 @@
+"""pipeline/execute.py: what runs in the sandbox, and the cases it hands on to the judge."""
+import nbformat
+
+from autograder.kernel.transport import MIME
+from autograder.pipeline import plan
+from autograder.pipeline.execute import FAULT, SandboxedExecute, fault_output, teaching_sources
+
+from helpers import SOLUTIONS
+
+ASSIGNMENT, NAME = "00_start_here", "start_here"
+
+
+def test_teaching_cells_are_the_courses_unmarked_code_cells():
+    nb = nbformat.read(SOLUTIONS / ASSIGNMENT / f"{NAME}.ipynb", as_version=4)
+    teaching = teaching_sources(ASSIGNMENT, NAME)
+    unmarked = {c.source.strip() for c in nb.cells if c.cell_type == "code" and "nbgrader" not in c.metadata}
+    assert teaching == unmarked - {""} and teaching
+    assert not any(c.source.strip() in teaching for c in nb.cells if "nbgrader" in c.metadata)
+
+
+def test_a_fault_is_an_error_output_that_names_its_cause():
+    out = fault_output("stopped: the kernel died")
+    assert out.output_type == "error" and out.ename == FAULT and "kernel died" in out.traceback[0]
+
+
+def test_the_sandboxed_run_records_each_graded_cell_and_hands_its_cases_on(tmp_path, monkeypatch):
+    monkeypatch.setenv(plan.SECRET_ENV, str(tmp_path / "secret"))
+    nb = nbformat.read(SOLUTIONS / ASSIGNMENT / f"{NAME}.ipynb", as_version=4)
+    drawn = plan.graded_cases(nb)
+    nb, resources = SandboxedExecute().preprocess(nb, {"nbgrader": {"assignment": ASSIGNMENT, "notebook": NAME}})
+    handed = resources["autograder"][plan.GRADED]
+    assert sorted(handed) == sorted(drawn)
+    for i, (ex, cases) in handed.items():
+        assert ex is drawn[i][0] and len(cases) == len(drawn[i][1])
+        payloads = [o for o in nb.cells[i].outputs if MIME in o.get("data", {})]
+        assert len(payloads) == 1 and payloads[0].data[MIME]["exercise"] == ex.id
+    teaching = teaching_sources(ASSIGNMENT, NAME)
+    assert all(c.execution_count is None for c in nb.cells if c.cell_type == "code" and c.source.strip() in teaching)

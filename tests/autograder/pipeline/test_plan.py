@@ -1,0 +1,65 @@
+"""pipeline/plan.py: which cells are graded, and the cases: the same for the same code, secret-keyed."""
+import json
+import os
+import stat
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
+
+from autograder.kernel.transport import encode_value
+from autograder.pipeline import plan
+
+from helpers import SOLUTIONS
+
+NB = SOLUTIONS / "00_start_here" / "start_here.ipynb"
+
+
+def _graded(source, grade=True):
+    return new_code_cell(source, metadata={"nbgrader": {"grade": grade, "grade_id": "g", "points": 1}})
+
+
+def test_a_graded_cell_names_its_exercise_only_by_the_exact_record_call():
+    assert plan.recorded_exercise(_graded('record("warmup.softmax", globals())')) == "warmup.softmax"
+    assert plan.recorded_exercise(_graded("record('warmup.softmax',  globals() )\n")) == "warmup.softmax"
+    assert plan.recorded_exercise(_graded('record("warmup.softmax", globals())', grade=False)) is None
+    assert plan.recorded_exercise(_graded('record("warmup.softmax", {})')) is None
+    assert plan.recorded_exercise(new_markdown_cell('record("warmup.softmax", globals())')) is None
+
+
+def test_the_secret_is_made_once_readable_by_its_owner_only(tmp_path, monkeypatch):
+    path = tmp_path / "course" / ".autograder" / "secret"
+    monkeypatch.setenv(plan.SECRET_ENV, str(path))
+    key = plan.secret_key()
+    assert len(key) >= 32 and stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert plan.secret_key() == key and not list(path.parent.glob(".secret.*"))  # no draft left
+
+
+def test_the_cases_follow_the_code_and_the_secret_never_the_outputs(tmp_path, monkeypatch):
+    monkeypatch.setenv(plan.SECRET_ENV, str(tmp_path / "secret"))
+    monkeypatch.delenv(plan.KEY_ENV, raising=False)
+    nb = nbformat.read(NB, as_version=4)
+    graded = plan.graded_cases(nb)
+    assert sorted(graded) == [i for i, c in enumerate(nb.cells) if plan.recorded_exercise(c)]
+    assert all(ex.id == plan.recorded_exercise(nb.cells[i]) for i, (ex, _) in graded.items())
+
+    def cases():
+        return json.dumps([encode_value(c) for _, c in plan.graded_cases(nb).values()], sort_keys=True)
+
+    drawn = cases()
+    nb.cells[0].outputs = [new_output("stream", text="anything")]
+    nb.cells.append(new_markdown_cell("a note of the learner's"))
+    assert cases() == drawn  # outputs and markdown do not move them
+    nb.cells.append(new_code_cell("x = 1"))
+    assert cases() != drawn  # other code: other cases
+    nb.cells.pop()
+    assert cases() == drawn
+    monkeypatch.setenv(plan.SECRET_ENV, str(tmp_path / "another secret"))
+    assert cases() != drawn  # another course's secret: other cases
+
+
+def test_a_worker_draws_from_the_key_it_is_given_without_the_secret(tmp_path, monkeypatch):
+    monkeypatch.setenv(plan.SECRET_ENV, str(tmp_path / "no secret here"))
+    (tmp_path / "key").write_bytes(b"k" * 32)
+    monkeypatch.setenv(plan.KEY_ENV, str(tmp_path / "key"))
+    assert plan.submission_key(nbformat.read(NB, as_version=4)) == b"k" * 32
+    assert not (tmp_path / "no secret here").exists()
