@@ -3,8 +3,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import IPython  # noqa: E402
-import IPython.display  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
@@ -112,7 +110,7 @@ def test_masked_cells_are_hatched_and_nan_is_named():
 
 def test_check_outside_ipython_prints_text_and_draws_nothing(capsys, monkeypatch):
     shown = []
-    monkeypatch.setattr(IPython.display, "display", lambda *a, **k: shown.append(a))
+    monkeypatch.setattr("IPython.display.display", lambda *a, **k: shown.append(a))
     check("warmup.softmax", {"softmax": lambda z, axis=-1: z})
     out = capsys.readouterr().out
     assert out.startswith("\u2718 softmax")
@@ -136,8 +134,8 @@ def _attention(Q, K, V, mask=None):
 
 def test_check_in_a_kernel_shows_one_figure_for_a_wrong_matrix(capsys, monkeypatch):
     shown = []
-    monkeypatch.setattr(IPython, "get_ipython", lambda: _FakeKernelShell())
-    monkeypatch.setattr(IPython.display, "display", lambda obj, *a, **k: shown.append(obj))
+    monkeypatch.setattr("IPython.get_ipython", lambda: _FakeKernelShell())
+    monkeypatch.setattr("IPython.display.display", lambda obj, *a, **k: shown.append(obj))
 
     def transposed(Q, K, V, mask=None):
         out, A = _attention(Q, K, V, mask)
@@ -161,7 +159,7 @@ def test_a_failing_picture_leaves_the_text_verdict(capsys, monkeypatch):
     def broken(*a, **k):
         raise RuntimeError("no picture today")
 
-    monkeypatch.setattr(IPython, "get_ipython", lambda: _FakeKernelShell())
+    monkeypatch.setattr("IPython.get_ipython", lambda: _FakeKernelShell())
     monkeypatch.setattr(autograder.picture, "difference_figure", broken)
     check("attention.causal_mask", {"causal_mask": lambda T: np.ones((T, T), dtype=bool)})
     out = capsys.readouterr().out
