@@ -11,6 +11,7 @@ the autograded notebook and the HTML feedback.
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from traitlets.config import Config
 from autograder.config import configure
 from autograder.paths import SOLUTIONS
 from autograder.pipeline.feedback import FeedbackExporter
+from autograder.pipeline.sandbox import SandboxUnavailable
 from autograder.startup import quick_alembic_head
 
 
@@ -31,9 +33,15 @@ class GradingError(RuntimeError):
 
 
 def require_success(app_result: dict, what: str) -> None:
-    """Raise ``GradingError`` with nbgrader's log unless its step ``what`` succeeded."""
-    if not app_result.get("success"):
-        raise GradingError(f"nbgrader {what} failed:\n{app_result.get('error') or app_result.get('log')}")
+    """Raise ``GradingError`` unless nbgrader's step ``what`` succeeded: with the one line that
+    says why when the grading sandbox could not start (``execute.py``), else with nbgrader's log."""
+    if app_result.get("success"):
+        return
+    said = f"{app_result.get('error') or ''}\n{app_result.get('log') or ''}"
+    cause = re.search(rf"{SandboxUnavailable.__name__}: (.+)", said)
+    if cause:
+        raise GradingError(cause.group(1).strip())
+    raise GradingError(f"nbgrader {what} failed:\n{app_result.get('error') or app_result.get('log')}")
 
 
 def new_course(root: Path) -> NbGraderAPI:

@@ -20,6 +20,7 @@ The verdict is ``JudgeOutputs``'s, in the next step.
 from __future__ import annotations
 
 import os
+import threading
 from subprocess import DEVNULL
 from time import monotonic
 
@@ -34,10 +35,41 @@ from traitlets import Any, Integer
 
 from autograder.pipeline import plan
 from autograder.paths import SOLUTIONS
-from autograder.pipeline.sandbox import KERNEL_NAME, Sandbox, isolation
+from autograder.pipeline.sandbox import KERNEL_NAME, Sandbox, SandboxUnavailable, isolation
 from autograder.kernel.transport import encode_cases, encode_probes
 
 FAULT = "GradingFault"
+
+
+class _Tail:
+    """A pipe for the kernel's stderr whose last few thousand bytes are kept in memory.
+
+    Only to say why a kernel did not start; never written to disk, where a learner's code
+    writing to file descriptor 2 would fill it, and always read, so that writing never blocks.
+    """
+
+    def __init__(self, keep: int = 4000):
+        self.keep, self.text = keep, b""
+        read, self.fd = os.pipe()
+        self.reader = threading.Thread(target=self._drain, args=(read,), daemon=True)
+        self.reader.start()
+
+    def _drain(self, read: int) -> None:
+        with os.fdopen(read, "rb", buffering=0) as pipe:
+            while chunk := pipe.read(65536):
+                self.text = (self.text + chunk)[-self.keep:]
+
+    def last_line(self) -> str:
+        """The last line written, once the writers are gone (or after a second)."""
+        self.reader.join(timeout=1)
+        lines = [line.strip() for line in self.text.decode(errors="replace").splitlines()]
+        return next((line for line in reversed(lines) if line), "")
+
+    def __enter__(self) -> "_Tail":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        os.close(self.fd)  # the reader ends when the kernel, the other writer, has ended too
 
 
 class _Restart(Exception):
@@ -142,27 +174,40 @@ class SandboxedExecute(NbGraderPreprocessor):
                          startup_timeout=self.startup_timeout, output_limit=self.output_limit,
                          iopub_timeout=5, raise_on_iopub_timeout=False,
                          resources={"metadata": {"path": str(box.root)}})
-        with client.setup_kernel(cleanup_kc=True, stdout=DEVNULL, stderr=DEVNULL):
-            for n, i in enumerate(cells):
-                left = deadline - monotonic()
-                if left < 1:
-                    for j in cells[n:]:
-                        faults[j] = (f"not run: grading stopped after {self.time_budget} s "
-                                     "(cells above took too long)")
-                    return
-                client.timeout = int(max(1, min(self.cell_timeout, left)))
-                try:
-                    client.execute_cell(nb.cells[i], i)
-                except CellTimeoutError:
-                    faults[i] = (f"stopped: this cell ran longer than {client.timeout} s "
-                                 "(an endless loop?)")
-                except DeadKernelError:
-                    faults[i] = ("stopped: the kernel died while running this cell (os._exit, "
-                                 "exit(), a crash, or the memory limit)")
-                else:
-                    if client.was_cut(i):
-                        nb.cells[i].outputs.append(new_output(
-                            "stream", name="stderr",
-                            text=f"[output cut by the grader after {self.output_limit:,} characters]\n"))
-                    continue
-                raise _Restart()
+        said = _Tail()  # what bubblewrap or the kernel printed, should it not start
+        started = False
+        try:
+            with said, client.setup_kernel(cleanup_kc=True, stdout=DEVNULL, stderr=said.fd):
+                started = True
+                self._run_cells(nb, client, cells, faults, deadline)
+        except Exception as err:
+            if started:
+                raise
+            raise SandboxUnavailable(f"the grading sandbox could not start a kernel: "
+                                     f"{said.last_line() or err}"[:500]) from err
+
+    def _run_cells(self, nb, client, cells, faults, deadline) -> None:
+        """Run ``cells`` in the started kernel; a stopped cell restarts the notebook (``_Restart``)."""
+        for n, i in enumerate(cells):
+            left = deadline - monotonic()
+            if left < 1:
+                for j in cells[n:]:
+                    faults[j] = (f"not run: grading stopped after {self.time_budget} s "
+                                 "(cells above took too long)")
+                return
+            client.timeout = int(max(1, min(self.cell_timeout, left)))
+            try:
+                client.execute_cell(nb.cells[i], i)
+            except CellTimeoutError:
+                faults[i] = (f"stopped: this cell ran longer than {client.timeout} s "
+                             "(an endless loop?)")
+            except DeadKernelError:
+                faults[i] = ("stopped: the kernel died while running this cell (os._exit, "
+                             "exit(), a crash, or the memory limit)")
+            else:
+                if client.was_cut(i):
+                    nb.cells[i].outputs.append(new_output(
+                        "stream", name="stderr",
+                        text=f"[output cut by the grader after {self.output_limit:,} characters]\n"))
+                continue
+            raise _Restart()

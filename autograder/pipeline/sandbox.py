@@ -212,17 +212,24 @@ class Sandbox:
                 args += ["--symlink", os.readlink(path), str(path)]
             elif path.is_dir():
                 args += ["--ro-bind", str(path), str(path)]
+        # the private /tmp first: a tree bound below it (a virtual environment or a data cache
+        # under the host's /tmp) is then mounted on top of it, not hidden under it
+        args += ["--proc", "/proc", "--dev", "/dev",
+                 "--perms", "1777", "--size", str(self.limits.scratch), "--tmpfs", "/tmp"]
         for path in _readable_trees():
             args += _bind("--ro-bind", path)
         for path in _package_locations(self.hidden_packages + ["course_lib", "autograder"]):
             args += (["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)])
-        args += ["--proc", "/proc", "--dev", "/dev",
-                 "--perms", "1777", "--size", str(self.limits.scratch), "--tmpfs", "/tmp",
-                 *_bind("--ro-bind", self.site), *_bind("--ro-bind", self.cases),
+        args += [*_bind("--ro-bind", self.site), *_bind("--ro-bind", self.cases),
                  *_bind("--bind", self.comm), "--chdir", "/tmp", "--clearenv"]
         for key, value in self.environment().items():
             args += ["--setenv", key, value]
         return args
+
+    def command(self, argv: list[str]) -> list[str]:
+        """``argv`` run inside this sandbox's file system and namespaces (without the limits and
+        the uid of ``kernel_argv``): for checking what the kernel would see."""
+        return [*self._bwrap(), "--", *argv]
 
     def kernel_spec_dir(self) -> Path:
         """A kernel-spec folder naming ``KERNEL_NAME`` (for jupyter_client's spec manager)."""

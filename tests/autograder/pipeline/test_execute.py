@@ -36,3 +36,20 @@ def test_the_sandboxed_run_records_each_graded_cell_and_hands_its_cases_on(tmp_p
         assert len(payloads) == 1 and payloads[0].data[MIME]["exercise"] == ex.id
     teaching = teaching_sources(ASSIGNMENT, NAME)
     assert all(c.execution_count is None for c in nb.cells if c.cell_type == "code" and c.source.strip() in teaching)
+
+
+def test_a_kernel_the_sandbox_cannot_start_is_said_in_one_line(tmp_path, monkeypatch):
+    """What bubblewrap printed reaches the learner as one line, not nbgrader's traceback."""
+    import pytest
+
+    from autograder.grading import GradingError, grade_notebook
+    from autograder.pipeline.sandbox import Sandbox
+
+    missing = tmp_path / "no such folder"
+    monkeypatch.setattr(Sandbox, "kernel_argv", lambda self: [
+        "bwrap", "--ro-bind", str(missing), "/x", "--", "true", "{connection_file}"])
+    with pytest.raises(GradingError) as err:
+        grade_notebook(SOLUTIONS / ASSIGNMENT / f"{NAME}.ipynb")
+    message = str(err.value)
+    assert "\n" not in message and "could not start a kernel" in message
+    assert str(missing) in message  # bubblewrap's own words: which path is missing

@@ -41,3 +41,35 @@ def test_every_reference_in_course_lib_is_hidden_while_its_exercise_is_graded():
             if module.startswith("course_lib.") and fn.__name__ == ex.function:
                 assert any(module == f or module.startswith(f + ".") for f in ex.forbidden), \
                     (ex.id, module, ex.forbidden)
+
+
+def test_a_data_cache_or_environment_under_tmp_is_seen_inside(monkeypatch):
+    """The sandbox mounts its own /tmp: what the kernel needs from the host's /tmp (a virtual
+    environment or a data cache someone put there, in a path with a space and an accent)
+    is bound on top of it, not hidden under it."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from autograder.pipeline.sandbox import Sandbox, isolation
+
+    if not isolation()[0]:
+        import pytest
+        pytest.skip("no bubblewrap here")
+    cache = Path(tempfile.mkdtemp(prefix="course data é ", dir="/tmp"))
+    try:
+        os.chmod(cache, 0o755)  # as a real cache is: the sandbox's uid reads it
+        (cache / "probe.txt").write_text("seen")
+        os.chmod(cache / "probe.txt", 0o644)
+        monkeypatch.setenv("COURSE_DATA_DIR", str(cache))
+        with Sandbox() as box:
+            env = box.environment()
+            probe = ("import os, sys; d = os.environ['COURSE_DATA_DIR']; "
+                     "print(open(os.path.join(d, 'probe.txt')).read(), os.access('/tmp', os.W_OK))")
+            proc = subprocess.run(box.command([sys.executable, "-c", probe]), capture_output=True,
+                                  text=True, timeout=60)
+        assert env["COURSE_DATA_DIR"] == str(cache)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.split() == ["seen", "True"]  # the cache, and a writable scratch /tmp
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
