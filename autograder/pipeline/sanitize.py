@@ -8,33 +8,100 @@ and a markdown cell's raw HTML into the page as they are, so a learner's
 start a terminal). ``SanitizeOutputs``, a step of ``nbgrader autograde`` right after the
 judge, rewrites the notebook so that nothing the learner made can run:
 
-- outputs (but the graded cells', which hold the judge's verdict): HTML is cleaned with
-  nbconvert's own cleaner (bleach: no scripts, no event handlers); JavaScript, SVG, markdown,
-  LaTeX and widget outputs are dropped, keeping their ``text/plain`` form, or a line that says
-  what was dropped; images stay (base64 PNG/JPEG);
-- markdown cells the learner wrote (any not in the assignment's source) are cleaned the same
-  way; the course's own cells are left alone;
+- outputs (but the graded cells', which hold the judge's verdict): HTML is cleaned (below);
+  JavaScript, SVG, markdown, LaTeX and widget outputs are dropped, keeping their
+  ``text/plain`` form, or a line that says what was dropped; images stay (base64 PNG, JPEG,
+  GIF). Of an output's metadata only an image's numeric width and height stay: the templates
+  write those into the ``<img>`` tag unquoted (``width=1 onerror=...`` would be a handler),
+  and the rest (``isolated``, ``filenames``) changes how the page loads the output;
+- markdown cells the learner wrote (any not in the assignment's source) are rendered to HTML
+  here, by the renderer nbconvert uses (mistune, as ``markdown2html``), and the cleaned HTML
+  becomes the cell's source. Cleaning the markdown *source* as HTML is not enough: markdown's
+  own links (``[x](javascript:...)``, ``<javascript:...>``, ``[x][r]`` with ``[r]: ...``,
+  ``![x](...)``) become tags only when nbconvert renders the cell, after this step, and its
+  renderer lets every scheme through. The HTML is stored as one line inside a ``<div>``
+  (newlines written ``&#10;``, the same HTML): a line that opens with ``<div>`` is one raw
+  HTML block to a CommonMark renderer (nbconvert's, JupyterLab's), passed on untouched, so the
+  page shows exactly what was cleaned. The step checks that nbconvert's renderer does; if it
+  ever did not, the cell is replaced by a line saying it is not shown;
+- raw cells the learner made are cleaned as HTML (the HTML templates show them as HTML);
+  the course's own markdown and raw cells are left alone;
 - saved widget state (the notebook's ``widgets`` metadata, which JupyterLab writes on save) is
   removed: its models may carry JavaScript that nbconvert's page would load and run.
+
+The cleaner is nh3 (ammonia: an HTML5 parser and an allow-list), with its default tags and
+attributes: no scripts, styles, frames, forms or event handlers, and no ``class``, ``id`` or
+``style`` (the page's own scripts, MathJax and mermaid, act on classes). URLs keep only the
+schemes http, https and mailto, or are relative (``#anchor`` too); ``data:`` only as an
+image's source and only PNG, JPEG or GIF. ammonia reads a URL's scheme as a browser does
+(entities decoded, tabs and newlines dropped, case folded), so a disguised ``javascript:``
+is still one and goes.
 """
 from __future__ import annotations
 
+from html import escape
+
 import nbformat
-from nbconvert.filters.strings import clean_html
+import nh3
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath, markdown2html_mistune
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograder.paths import SOLUTIONS
 from autograder.pipeline.plan import GRADED
 
 KEEP = {"text/plain", "image/png", "image/jpeg", "image/gif"}
+C0_AND_SPACE = "".join(map(chr, range(33)))
+INLINE_IMAGES = ("data:image/png;", "data:image/jpeg;", "data:image/gif;")
+NOT_SHOWN = "<div><p><em>[This markdown cell is not shown: the grader could not display it safely.]</em></p></div>"
 
 
-def _course_markdown(resources) -> set[str]:
+def _inline_images_only(element: str, attribute: str, value: str) -> str | None:
+    """ammonia's last word on an attribute it kept: a ``data:`` URL only as a PNG/JPEG/GIF image.
+
+    ``data`` is among the allowed schemes so that images survive; any other ``data:`` goes
+    here. The value is read as a browser's URL parser starts (leading and trailing controls
+    and spaces stripped, tabs and newlines dropped, case folded), so ``" DaTa:"`` is caught.
+    """
+    url = value.strip(C0_AND_SPACE).translate({ord(c): None for c in "\t\n\r"}).lower()
+    if not url.startswith("data:"):
+        return value
+    return value if element == "img" and attribute == "src" and url.startswith(INLINE_IMAGES) else None
+
+
+CLEANER = nh3.Cleaner(url_schemes={"http", "https", "mailto", "data"}, attribute_filter=_inline_images_only)
+
+
+def clean(html: str) -> str:
+    """``html`` with nothing left that could run (see the module doc)."""
+    return CLEANER.clean(html)
+
+
+def markdown_as_html(cell) -> str:
+    """A learner's markdown cell as cleaned HTML, in the one-line form a markdown renderer passes on."""
+    renderer = IPythonRenderer(escape=False, attachments=cell.get("attachments", {}), exclude_anchor_links=True)
+    try:
+        html = MarkdownWithMath(renderer=renderer).render(cell.source)
+    except Exception:  # a missing attachment, say: the learner's text is shown as text
+        html = f"<pre>{escape(cell.source)}</pre>"
+    stored = "<div>" + clean(html).replace("\n", "&#10;") + "</div>"
+    # the page renders the stored source again: it must come out as it went in
+    return stored if markdown2html_mistune(stored).strip() == stored else NOT_SHOWN
+
+
+def _course_text(resources) -> set[str]:
+    """The sources of the assignment's own markdown and raw cells."""
     info = resources.get("nbgrader", {})
     path = SOLUTIONS / info.get("assignment", "") / f"{info.get('notebook', '')}.ipynb"
     if not path.is_file():
         return set()
-    return {c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"}
+    return {c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type != "code"}
+
+
+def _sizes(metadata) -> dict:
+    """An image's width and height, when they are numbers."""
+    if not isinstance(metadata, dict):
+        return {}
+    return {k: v for k, v in metadata.items() if k in ("width", "height") and type(v) in (int, float)}
 
 
 def sanitize_output(output) -> None:
@@ -47,9 +114,12 @@ def sanitize_output(output) -> None:
         del data[mime]
     if "text/html" in data:
         html = data["text/html"]
-        data["text/html"] = clean_html("".join(html) if isinstance(html, list) else html)
+        data["text/html"] = clean("".join(html) if isinstance(html, list) else html)
     if not data:
         data["text/plain"] = f"[not shown: {', '.join(dropped)} made by the learner's code]"
+    metadata = output.get("metadata") if isinstance(output.get("metadata"), dict) else {}
+    sizes = {mime: _sizes(metadata.get(mime)) for mime in KEEP - {"text/plain"}}
+    output["metadata"] = {**_sizes(metadata), **{mime: size for mime, size in sizes.items() if size}}
 
 
 class SanitizeOutputs(NbGraderPreprocessor):
@@ -59,12 +129,15 @@ class SanitizeOutputs(NbGraderPreprocessor):
         # saved widget state: nbconvert's page (formgrader, feedback) loads a widget manager for
         # it, which would run the JavaScript a widget model names (anywidget's _esm, say)
         nb.metadata.pop("widgets", None)
-        course = _course_markdown(resources)
+        course = _course_text(resources)
         judged = resources.get("autograder", {}).get(GRADED, {})  # their outputs are the judge's
         for i, cell in enumerate(nb.cells):
             if cell.cell_type == "code" and i not in judged:
                 for output in cell.get("outputs", []):
                     sanitize_output(output)
             elif cell.cell_type == "markdown" and cell.source not in course:
-                cell.source = clean_html(cell.source)
+                cell.source = markdown_as_html(cell)
+                cell.pop("attachments", None)  # now inside the HTML, as data: images
+            elif cell.cell_type == "raw" and cell.source not in course:
+                cell.source = clean(cell.source)
         return nb, resources
