@@ -157,3 +157,16 @@ def test_show_case_prints_a_public_case_and_returns_its_inputs(capsys):
     public = get("attention.forward").public_cases()[2]
     assert all(np.array_equal(case[k], public[k]) for k in ("Q", "K", "V", "mask"))
     assert show_case("attention.forward", 99) is None and "public cases 1 to" in capsys.readouterr().out
+
+
+def test_the_check_cell_prints_the_verdict_not_numpys_warnings_about_wrong_code(capsys, recwarn):
+    """A top-p that keeps one token too few divides 0 by 0 on some rows: the verdict says what
+    is wrong; numpy's "invalid value encountered in divide" above it would read as a crash."""
+    from autograder.check_cell import check
+    from solution_cells import edited, namespace_with
+
+    source = edited("gpt.next_token_probs", "before >= top_p", "np.cumsum(sorted_p, axis=-1) >= top_p")
+    check("gpt.next_token_probs", namespace_with("gpt.next_token_probs", source))
+    out = capsys.readouterr()
+    assert out.out.startswith("\u2718 next_token_probs") and "RuntimeWarning" not in out.out + out.err
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
