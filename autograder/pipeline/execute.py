@@ -176,9 +176,11 @@ class SandboxedExecute(NbGraderPreprocessor):
                          resources={"metadata": {"path": str(box.root)}})
         said = _Tail()  # what bubblewrap or the kernel printed, should it not start
         started = False
+        box.open_comm()
         try:
             with said, client.setup_kernel(cleanup_kc=True, stdout=DEVNULL, stderr=said.fd):
                 started = True
+                box.seal_comm()  # the kernel is up: no learner code has run, none may write there
                 self._run_cells(nb, client, cells, faults, deadline)
         except Exception as err:
             if started:

@@ -123,7 +123,8 @@ class Sandbox:
 
     ``root`` (a short path under /tmp, for the kernel's sockets) holds ``site/`` (the
     ``PYTHONPATH``), ``cases/`` (one JSON file per exercise, written by the grader; read-only
-    inside) and ``comm/`` (connection file and sockets, shared with the kernel).
+    inside) and ``comm/`` (connection file and sockets, shared with the kernel: writable by
+    it only while it starts, ``open_comm`` and ``seal_comm``).
     """
 
     def __init__(self, forbidden=(), isolate: bool = True, limits: Limits = Limits()):
@@ -137,8 +138,7 @@ class Sandbox:
             d.mkdir()
         self._stage_site()
         os.chmod(self.root, 0o755)
-        for d in (self.comm, self.work):
-            self.share(d)
+        self.share(self.work)
 
     # --- staging ---------------------------------------------------------------------------
     def _stage_site(self) -> None:
@@ -160,6 +160,24 @@ class Sandbox:
         """Let the sandbox's uid use ``path`` (a folder or file the grader made)."""
         if os.geteuid() == 0:
             os.chown(path, self.uid, self.uid)
+
+    def open_comm(self) -> None:
+        """Let a kernel about to start make its sockets in ``comm/`` (where the host reaches them)."""
+        self.share(self.comm)
+        os.chmod(self.comm, 0o755)
+
+    def seal_comm(self) -> None:
+        """Once the kernel is up, ``comm/`` is the grader's again: the learner's code cannot write
+        a byte into this folder of the host's disk (the sockets made, it needs nothing more).
+
+        With a uid of its own (the grader runs as root) this holds; run as the same user (a
+        learner's ``submit`` without root), the kernel owns the folder and could take it back.
+        """
+        if os.geteuid() == 0:
+            os.chown(self.comm, 0, 0)
+            os.chmod(self.comm, 0o755)
+        else:  # a write now needs a chmod first
+            os.chmod(self.comm, 0o555)
 
     def write_cases(self, exercise_id: str, payload: dict) -> None:
         (self.cases / f"{exercise_id}.json").write_text(json.dumps(payload))
@@ -242,6 +260,8 @@ class Sandbox:
         return spec.parent
 
     def close(self) -> None:
+        if self.comm.is_dir():
+            os.chmod(self.comm, 0o755)  # sealed without root: its entries could not be removed
         shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> "Sandbox":

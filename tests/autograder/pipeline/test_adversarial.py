@@ -231,6 +231,39 @@ def test_files_outside_the_scratch_folder_cannot_be_changed(tmp_path, guarded):
     assert result.total == 4, [e.messages for e in result.exercises]
 
 
+FILL_WRITABLE = (  # every path the kernel can write, filled: the softmax is honest only if each is capped
+    "import os\n"
+    "from ipykernel.connect import get_connection_file\n"
+    "comm = os.path.dirname(get_connection_file())  # the host's folder of the kernel's sockets\n"
+    "try:\n"
+    "    with open(os.path.join(comm, 'junk'), 'wb') as f:\n"
+    "        f.write(b'x' * (1 << 20))\n"
+    "    COMM_WRITTEN = True\n"
+    "except OSError:\n"
+    "    COMM_WRITTEN = False\n"
+    "written = 0\n"
+    "for n in range(6):  # 6 files of 60 MB: more than the scratch /tmp holds\n"
+    "    try:\n"
+    "        with open(f'/tmp/fill{n}', 'wb') as f:\n"
+    "            for _ in range(60):\n"
+    "                f.write(b'x' * (1 << 20))\n"
+    "                written += 1 << 20\n"
+    "    except OSError:\n"
+    "        break\n"
+    "for n in range(6):\n"
+    "    if os.path.exists(f'/tmp/fill{n}'):\n"
+    "        os.remove(f'/tmp/fill{n}')\n"
+    "CAPPED = not COMM_WRITTEN and written <= 256 << 20\n")
+
+
+def test_every_path_the_kernel_can_write_is_capped(tmp_path, guarded):
+    """The connection folder is on the host's disk: writable by the kernel only while it starts.
+    The scratch /tmp is a tmpfs of 256 MB. Filling both costs nothing and lands nowhere."""
+    sabotaged = HONEST_SOFTMAX.replace("    return e /", "    return (1 if CAPPED else 2) * e /")
+    softmax, jvp, result = graded(submission(tmp_path, softmax=sabotaged, before_softmax=[FILL_WRITABLE]))
+    assert result.total == 4, [e.messages for e in result.exercises]
+
+
 def test_no_network_not_even_the_loopback(tmp_path, guarded):
     server = socket.create_server(("127.0.0.1", 0))
     server.settimeout(60)
