@@ -1,6 +1,7 @@
 """Hand-derived attention backward vs torch autograd, side by side in one process.
 
-Seed 000 says a hand-written backward pass can be faster than automatic differentiation.
+The blog post (README, "Sources") says a hand-written backward pass can be faster than
+automatic differentiation.
 This prints forward + backward times of ``course_lib.attention.attention_torch`` (backward
 from the derivation, through torch.autograd.Function) and of the same forward written with
 plain torch ops (backward by autograd), and their ratio, per sequence length.

@@ -1,21 +1,22 @@
 """Scaled dot-product and multi-head attention, forward and hand-derived backward.
 
-Row form (seed 001 eq. 4, the lecture notebook; what the code of the course uses):
+Row form (Week 7, eq. (4); what the code of the course uses):
 
     Q (..., T_q, d_k)   K (..., T_k, d_k)   V (..., T_k, d_v)
     S   = Q K^T / sqrt(d_k)                       (..., T_q, T_k)  scores
     A   = softmax(S + M), row-wise (over keys)    (..., T_q, T_k)  attention weights
     out = A V                                     (..., T_q, d_v)
 
-Column form (seed 000, the blog): X (d, T) holds one token per column, Q = A X, K = B X,
-V = C X with projections A, B, C (h, d), and Z = V softmax(Q^T K / sqrt(h)) with the softmax
-taken column-wise. Its letters appear only in the ``self_attention_col_*`` functions; in the
-glossary's row form (course_lib/README.md) they are X_blog = X^T, A = W_k^T, B = W_q^T,
-C = W_v^T, Att = A^T (the row form's weights), Z = out^T, E = dout^T, and the blog's h is d_k.
+Column form (the blog post, forward steps 1-3): X (d, T) holds one token per column,
+Q = A X, K = B X, V = C X with projections A, B, C (h, d), and Z = V softmax(Q^T K / sqrt(h))
+with the softmax taken column-wise. Its letters appear only in the ``self_attention_col_*``
+functions; in the glossary's row form (course_lib/README.md) they are X_blog = X^T,
+A = W_k^T, B = W_q^T, C = W_v^T, Att = A^T (the row form's weights), Z = out^T, E = dout^T,
+and the blog's h is d_k.
 ``self_attention_col_forward`` says why A makes the keys.
 
 Masks are boolean, True where a query may attend to a key (PyTorch's convention for a
-boolean ``attn_mask``), broadcastable to (..., T_q, T_k). Seed 001's additive mask is
+boolean ``attn_mask``), broadcastable to (..., T_q, T_k). Week 7's additive mask is
 ``M = np.where(mask, 0.0, -np.inf)``. A query whose keys are all masked gets zero weights
 and a zero output, never NaN.
 
@@ -56,7 +57,7 @@ class MHACache(NamedTuple):
 
 
 def masked_scores(S, mask=None):
-    """Seed 001's S + M: the scores with -inf where ``mask`` is False (unchanged if None)."""
+    """Week 7's S + M: the scores with -inf where ``mask`` is False (unchanged if None)."""
     return S if mask is None else np.where(mask, S, -np.inf)
 
 
@@ -64,7 +65,7 @@ def causal_mask(T_q, T_k=None):
     """Boolean (T_q, T_k) mask, True where key j is not in the future of query i.
 
     With T_k > T_q the queries are the last T_q positions (as with a KV cache):
-    query i sits at position i + T_k - T_q. Seed 001's M is -inf exactly where this is False.
+    query i sits at position i + T_k - T_q. Week 7's M is -inf exactly where this is False.
     """
     T_k = T_q if T_k is None else T_k
     return np.tril(np.ones((T_q, T_k), dtype=bool), k=T_k - T_q)
@@ -80,7 +81,7 @@ def padding_mask(lengths, T):
 
 
 def attention_forward(Q, K, V, mask=None):
-    """Scaled dot-product attention (seed 001 eq. 4).
+    """Scaled dot-product attention (Week 7, eq. (4)).
 
     Q: (..., T_q, d_k), K: (..., T_k, d_k), V: (..., T_k, d_v), mask: bool, broadcastable
     to (..., T_q, T_k). Returns out (..., T_q, d_v) and an ``AttentionCache`` whose
@@ -94,7 +95,7 @@ def attention_forward(Q, K, V, mask=None):
 
 
 def attention_backward(dout, cache):
-    """Gradients of scaled dot-product attention, seed 000's steps in row form.
+    """Gradients of scaled dot-product attention, the blog post's backward steps in row form.
 
     dout: (..., T_q, d_v). Returns dQ (..., T_q, d_k), dK (..., T_k, d_k), dV (..., T_k, d_v).
     Masked entries need no special care: their weights are 0, so are their gradients.
@@ -110,14 +111,14 @@ def attention_backward(dout, cache):
 
 
 def self_attention_col_forward(X, A, B, C, causal=False):
-    """Seed 000's self-attention in column form, forward steps 1-3.
+    """The blog post's self-attention in column form, its forward steps 1-3.
 
     X: (d, T), one token per column; A, B, C: (h, d). Q = A X, K = B X, V = C X (h, T),
     c_it = q_i . k_t / sqrt(h), Att[:, t] = softmax over i, Z = V Att: (h, T).
     Output t mixes the values v_i weighted by q_i . k_t, so in the row form the *keys*
     are the rows of (A X)^T and the *queries* those of (B X)^T:
     Z^T = attention_forward(Q=(B X)^T, K=(A X)^T, V=(C X)^T) and Att = A_row^T.
-    ``causal`` keeps i <= t, the upper triangle (seed 000 eq. for causal z_t).
+    ``causal`` keeps i <= t, the upper triangle (the blog post's causal z_t, forward step 3).
     Returns Z and cache = (X, A, B, C, Q, K, V, Att).
     """
     h = A.shape[0]
@@ -129,7 +130,7 @@ def self_attention_col_forward(X, A, B, C, causal=False):
 
 
 def self_attention_col_backward(E, cache):
-    """Seed 000's compact backward: dF/d[A; B; C] = P X^T and dF/dX = [A; B; C]^T P.
+    """The blog post's compact backward: dF/d[A; B; C] = P X^T and dF/dX = [A; B; C]^T P.
 
     E = dF/dZ: (h, T). G = Att (x) (V^T E) is the column-wise softmax JVP (T, T) and
     P = [K G^T / sqrt(h); Q G / sqrt(h); E Att^T] is (3h, T).
@@ -145,7 +146,7 @@ def self_attention_col_backward(E, cache):
 
 
 def self_attention_col_via_rows(X, A, B, C, E, causal=False):
-    """Seed 000's Z and its gradients computed in the row form instead, to compare.
+    """The blog post's Z and its gradients computed in the row form instead, to compare.
 
     Row form with X_r = X^T (T, d): queries X_r B^T, keys X_r A^T, values X_r C^T (see
     ``self_attention_col_forward`` for why B makes the queries). Returns Z (h, T) and
@@ -172,13 +173,13 @@ def split_heads(x, n_heads):
 
 
 def merge_heads(x):
-    """(..., n_heads, T, d_k) -> (..., T, n_heads * d_k): the concatenation of seed 001 eq. 5."""
+    """(..., n_heads, T, d_k) -> (..., T, n_heads * d_k): the concatenation of Week 7, eq. (5)."""
     x = x.swapaxes(-3, -2)  # (..., T, n_heads, d_k)
     return x.reshape(*x.shape[:-2], -1)
 
 
 def mha_forward(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
-    """Multi-head attention, seed 001 eqs. 5 and 8; self-attention when x_kv is x_q.
+    """Multi-head attention, Week 7, eqs. (5) and (8); self-attention when x_kv is x_q.
 
     x_q: (B, T_q, d_model), the queries' side (the decoder in cross-attention);
     x_kv: (B, T_k, d_model), the keys' and values' side (the encoder in cross-attention);

@@ -1,4 +1,4 @@
-"""Sampling text from any course language model (seed 004, "Sampling from a Language Model"),
+"""Sampling text from any course language model (CS182 slides, "Sampling from a Language Model"),
 and decoding an encoder-decoder model: greedy and beam search (notebook 05).
 
 At each step: run the model on the context, take the distribution for the last position,
@@ -12,7 +12,7 @@ Works for every model with ``forward(idx, targets=None) -> (logits, loss)`` and 
 
 An encoder-decoder model (``course_lib.transformer.Transformer``) translates instead: at
 test time the decoder starts from <s> and is run once per output token, each time reading
-everything it has produced so far (seed 001, "Decoder stack"). ``greedy_decode`` takes the
+everything it has produced so far (Week 7, §7 "Decoder stack"). ``greedy_decode`` takes the
 likeliest token at each step; ``beam_search`` keeps the ``beam_size`` likeliest partial
 translations (by the sum of log-probabilities), sets aside those that end with </s>, and
 picks the best finished one after dividing its score by its length. Both need ``model.encode(src) -> memory`` and

@@ -1,7 +1,7 @@
 """Normalisation and the residual "Add & Norm" block: batch norm (recap), layer norm
 forward/backward, the position-wise feed-forward network, and Post-LN / Pre-LN blocks.
 
-Seed 001 ("Layer normalisation"): batch norm averages each feature over the M examples of
+Week 7 (§6 "Layer normalisation"): batch norm averages each feature over the M examples of
 a mini batch; layer norm averages over the n_k = d_model features of one example, so every
 vector is normalised on its own -- independent of the batch and identical at training and
 test time. Both use the biased variance (divide by the count, not count - 1) and put eps
@@ -44,7 +44,7 @@ def batchnorm_forward(x, gamma, beta, running=None, eps=EPS):
 
 # ------------------------------------------------------------------------ layer norm
 def layernorm_forward(x, gamma, beta, eps=EPS):
-    """Layer norm over the last axis (seed 001, layer-norm equations; seed 004's LayerNorm).
+    """Layer norm over the last axis (Week 7, §6; the CS182 slide "Layer Normalization").
 
     x: (..., d_model), e.g. (B, T, d_model); gamma, beta: (d_model,).
     mu = mean(x), sigma^2 = mean((x - mu)^2) over d_model (biased), per vector;
@@ -79,7 +79,8 @@ def layernorm_backward(dout, cache):
 
 # ----------------------------------------------------- position-wise feed-forward network
 def ffn_forward(x, W1, b1, W2, b2):
-    """FFN(x) = ReLU(x W1 + b1) W2 + b2, applied to every position on its own (seeds 000, 001).
+    """FFN(x) = ReLU(x W1 + b1) W2 + b2, applied to every position on its own (the blog post's
+    forward step 4; Week 7, §7 "Encoder stack").
 
     x: (..., d_model); W1: (d_model, d_ff); b1: (d_ff,); W2: (d_ff, d_model); b2: (d_model,).
     The original Transformer used d_model = 512, d_ff = 2048. Returns (out, cache).
@@ -160,7 +161,8 @@ class ResidualBlock(nn.Module):
     """Add & Norm around any sublayer (attention or FFN) mapping (..., d_model) to itself.
 
     order="post": LN(x + sublayer(x))  -- the 2017 Transformer;
-    order="pre":  x + sublayer(LN(x))  -- LN moved to the start of the sublayer (seed 004).
+    order="pre":  x + sublayer(LN(x))  -- LN moved to the start of the sublayer (the CS182
+    slides' "Transformer Layer", Pre-LN version).
     """
 
     def __init__(self, sublayer: nn.Module, d_model: int, order: str):

@@ -1,6 +1,7 @@
-"""n-gram language models: count, smooth, roll the die, measure (seed 004, "n-Gram LMs").
+"""n-gram language models: count, smooth, roll the die, measure.
 
-The chain rule writes any sequence probability exactly as
+As on the CS182 slides "n-Gram Language Model": the chain rule writes any sequence
+probability exactly as
     p(w_1..w_T) = prod_t p(w_t | w_{t-1}, ..., w_1);
 an n-gram model *assumes* only the last n-1 tokens matter:
     p(w_t | w_{t-1}, ..., w_1) ~= p(w_t | w_{t-n+1}, ..., w_{t-1}).

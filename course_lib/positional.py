@@ -4,7 +4,7 @@ position embeddings, and rotary position embedding (RoPE).
 Attention by itself cannot tell positions apart (shuffle the tokens and the outputs
 shuffle the same way), so position has to be put into the vectors.
 
-Layout convention used everywhere in this module (seed 001, eq. (11)): the d_model
+Layout convention used everywhere in this module (Week 7, eq. (11)): the d_model
 dimensions form d_model / 2 *pairs* of adjacent dimensions (2k, 2k+1), k = 0 .. d_model/2 - 1.
 Pair k turns at the angular frequency
 
@@ -51,9 +51,9 @@ def frequencies(d_model: int, base: float = BASE) -> np.ndarray:
 
 
 def sinusoidal_encoding(positions, d_model: int, base: float = BASE) -> np.ndarray:
-    """The sinusoidal positional encoding P of seed 001, eqs. (10)-(11).
+    """The sinusoidal positional encoding P of Week 7, §5, eqs. (10)-(11).
 
-    positions: (T,) positions t (the seed counts t = 1 .. n; any numbers work).
+    positions: (T,) positions t (Week 7 counts t = 1 .. n; any numbers work).
     Returns P of shape (T, d_model) with P[:, 2k] = sin(omega_k t), P[:, 2k+1] = cos(omega_k t).
     """
     t = np.asarray(positions, dtype=np.float64)[:, None]  # (T, 1)

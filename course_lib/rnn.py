@@ -1,13 +1,13 @@
-"""Recurrent language models: Elman RNN and LSTM (seed 004, "RNN", "LSTM", "RNN-LM + Loss").
+"""Recurrent language models: Elman RNN and LSTM (CS182 slides, "RNN", "LSTM", "RNN-LM + Loss").
 
 Row convention (one example per row, as in the rest of the course): for a batch of B
 sequences of T inputs of size D and a hidden state of size H,
 
-    a_t = x_t W_xh + h_{t-1} W_hh + b,   h_t = tanh(a_t)          (Elman, seed: a_t, h_t)
+    a_t = x_t W_xh + h_{t-1} W_hh + b,   h_t = tanh(a_t)          (Elman; CS182 slides: a_t, h_t)
     y_t = softmax(h_t W_hy + b_y),       loss = sum_t -log y_t[w*_t]
 
-The seed writes the same with column vectors (a_t = W_ah h_{t-1} + W_ax x_t + b_a); our
-W_xh is its W_ax transposed. The numpy functions are the references for notebook 01's
+The CS182 slides write the same with column vectors (a_t = W_ah h_{t-1} + W_ax x_t + b_a); our
+W_xh is their W_ax transposed. The numpy functions are the references for notebook 01's
 exercises; ``CharRNN`` is the torch model that trains on the corpus and follows the
 course's interface ``forward(idx, targets=None) -> (logits, loss)``.
 """
@@ -74,7 +74,7 @@ def softmax_cross_entropy(logits, targets, reduction: str = "sum", ignore_index:
     """Cross-entropy of softmax(logits) at the targets, and its gradient.
 
     logits: (..., vocab_size), targets: (...) ints. reduction "sum" adds the positions' losses
-    as the seed's formula does (l = sum_t l_t); "mean" divides by the number of positions
+    as the CS182 slides' formula does (l = sum_t l_t); "mean" divides by the number of positions
     counted, like PyTorch's ``F.cross_entropy`` default. Positions whose target equals
     ``ignore_index`` (padding) count for nothing and get zero gradient.
     Returns (loss (scalar), dlogits (..., vocab_size)).
@@ -113,7 +113,7 @@ def rnn_lm_loss(params: dict, idx, targets):
 # --- LSTM, numpy reference -------------------------------------------------------------------
 
 def lstm_cell_forward(x, h_prev, c_prev, W, b):
-    """One LSTM step with gates stacked as in the seed: (i, f, o, g).
+    """One LSTM step with gates stacked as in the CS182 slides: (i, f, o, g).
 
     x: (B, D), h_prev, c_prev: (B, H), W: (H + D, 4H) acting on [h_prev, x], b: (4H,).
     i, f, o = sigmoid(.) gates in (0, 1); g = tanh(.) the candidate; then
@@ -224,7 +224,7 @@ class CharRNN(torch.nn.Module):
     The Elman RNN runs on ``ElmanFunction`` (the hand-derived BPTT); the LSTM on
     ``torch.nn.LSTM`` (fused, and checked against ``lstm_forward`` in the tests).
 
-    Each sequence starts from a zero state (as in the seed's Algorithm 1), so training,
+    Each sequence starts from a zero state (as in the CS182 slides' Algorithm 1), so training,
     evaluation and sampling all see the same kind of input.
     forward(idx (B, T), targets (B, T) or None) -> (logits (B, T, vocab_size), mean loss).
     """

@@ -1,12 +1,13 @@
-"""GPT-3 by the numbers: parameters, training compute, memory and time (seeds 000 and 004).
+"""GPT-3 by the numbers: parameters, training compute, memory and time (the blog post
+and the CS182 slides).
 
 Everything here is arithmetic on the sizes of a decoder-only Transformer, so it runs for
 GPT-3 175B as fast as for a toy. The architecture counted is the GPT of notebook 06: Pre-LN
 blocks (two layer norms each), multi-head attention with W_q, W_k, W_v (d_model,
 n_heads*d_head) and W_o (n_heads*d_head, d_model), an MLP d_model -> d_ff -> d_model, a final
 layer norm, a token embedding W_E (vocab_size, d_model), learned positions W_P (n_ctx,
-d_model), and an output layer tied to W_E unless said otherwise. Seed 000 writes the token
-embedding in column form as its W_0 (12288 x 50257), and the attention output as W^o.
+d_model), and an output layer tied to W_E unless said otherwise. The blog post writes the
+token embedding in column form as its W_0 (12288 x 50257), and the attention output as W^o.
 
 Units: parameters and tokens are counts, compute in FLOPs (floating-point operations, not
 per second), memory in bytes, time in days. ``PFS_DAY`` converts FLOPs to petaflop/s-days.
@@ -17,18 +18,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# ---------------------------------------------------------------------------- the seeds' data
-# Seed 000, "GPT-3": d = 12288, 96 layers of 96 heads of size 128, T = 2048, a vocabulary of
+# -------------------------------------------------------------------------- the sources' data
+# The blog post, "GPT-3": d = 12288, 96 layers of 96 heads of size 128, T = 2048, a vocabulary of
 # 50257 tokens, W_1 (49152 x 12288) and W_2 (12288 x 49152): d_ff = 4 d.
 GPT3_175B = dict(n_layers=96, d_model=12288, n_heads=96, vocab_size=50257, n_ctx=2048,
                  d_ff=4 * 12288, d_head=128)
-VOCAB_SIZE, N_CTX = 50257, 2048  # every GPT-3 model (seed 004, Table 2.1's paper)
+VOCAB_SIZE, N_CTX = 50257, 2048  # every GPT-3 model (the GPT-3 paper's Table 2.1, CS182 slides)
 TRAINING_TOKENS = 300e9  # Table 2.1: "All models were trained for a total of 300 billion tokens."
 
 
 @dataclass(frozen=True)
 class TableRow:
-    """One row of seed 004's Table 2.1 (batch size in tokens), exactly as printed."""
+    """One row of Table 2.1 on the CS182 slides (batch size in tokens), exactly as printed."""
     name: str
     n_params: float
     n_layers: int
@@ -54,7 +55,7 @@ TABLE_2_1 = (
     TableRow("GPT-3 175B", 175.0e9, 96, 12288, 96, 128, 3.2e6, 0.6e-4),
 )
 
-# Seed 004, Table 2.2: (dataset, tokens in it, weight in the training mix, epochs in 300B tokens)
+# CS182 slides, Table 2.2: (dataset, tokens in it, weight in the training mix, epochs in 300B)
 TABLE_2_2 = (
     ("Common Crawl (filtered)", 410e9, 0.60, 0.44),
     ("WebText2", 19e9, 0.22, 2.9),
@@ -106,7 +107,7 @@ def param_count(n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff=None, d_head
     """Total parameters of a GPT (the sum of ``param_breakdown``, same arguments).
 
     About 12 n_layers d_model^2 for a wide model: 4 d^2 in attention and 8 d^2 in the MLP per
-    block. Seed 000's GPT-3 (96 layers, d_model 12288) gives 174.6 billion.
+    block. The blog post's GPT-3 (96 layers, d_model 12288) gives 174.6 billion.
     """
     return int(sum(param_breakdown(n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff, d_head,
                                    tied=tied, biases=biases, attention_biases=attention_biases,
@@ -150,7 +151,7 @@ def training_flops(n_params, n_tokens) -> float:
     (to pass the gradient on) and dL/dw += dL/dy x (to update w), 4 FLOPs. So 2 + 4 = 6
     FLOPs per parameter per token. Attention's T x T score products have no parameters and
     add about 3 x 2 n_layers T d_model per token (Kaplan et al. 2020, Table 1, forward x 3),
-    1.4% for GPT-3 at T = 2048; they are left out, as in the seed's case study.
+    1.4% for GPT-3 at T = 2048; they are left out, as in the CS182 slides' case study.
     """
     return 6.0 * n_params * n_tokens
 
@@ -161,9 +162,9 @@ def pfs_days(flops) -> float:
 
 
 def case_study() -> dict[str, float]:
-    """Seed 004's "Case Study: GPT-3" against its Tables 2.1 and 2.2, in PF-days.
+    """The CS182 slide "Case Study: GPT-3" against Tables 2.1 and 2.2, in PF-days.
 
-    The slide says 175 billion parameters, 500 billion training tokens and 50 PF-days. Only
+    The CS182 slide says 175 billion parameters, 500 billion training tokens and 50 PF-days. Only
     the first holds for the training run:
     * 500 billion is the size of the data mix, not what was trained on: Table 2.2's quantities
       add up to 410 + 19 + 12 + 55 + 3 = 499 billion tokens, while Table 2.1 says every model
@@ -171,7 +172,7 @@ def case_study() -> dict[str, float]:
     * 50 PF-days is Figure 2.2's figure for GPT-3 3B (Table 2.1's 2.7B) and RoBERTa-Large,
       "both models took roughly 50 petaflop/s-days": 6 x 2.7e9 x 300e9 = 4.9e21 FLOPs = 56.
     * GPT-3 175B on 300 billion tokens: 6 x 174.6e9 x 300e9 = 3.14e23 FLOPs = 3640 PF-days,
-      about 70 times the slide's number. (The slide's own 175B x 500B would be 6060.)
+      about 70 times the CS182 slide's number. (Its own 175B x 500B would be 6060.)
     """
     n_175b = param_count(**GPT3_175B)
     return {"data_mix_tokens": sum(tokens for _, tokens, _, _ in TABLE_2_2),

@@ -35,9 +35,9 @@ def backward_timings(seq_lens, batch_heads=8, d_k=64, repeats=5, device="cpu",
                      dtype=torch.float32):
     """Forward + backward time of the hand-derived and the autograd attention, per T.
 
-    The blog post deriving the Transformer's backward pass says the hand-derived backward
-    can beat autograd; this measures it side by side on random (batch_heads, T, d_k) inputs
-    with a causal mask. The two paths take turns, so a
+    The blog post deriving the Transformer's forward and backward passes says the hand-derived
+    backward can beat autograd; this measures it side by side on random (batch_heads, T, d_k)
+    inputs with a causal mask. The two paths take turns, so a
     burst of load on a shared machine hits both. Returns one dict per T with the best of
     ``repeats`` runs in seconds for "manual" and "autograd" (after one warm-up run each) and
     their ratio autograd / manual (above 1: the hand-derived pass is faster). In full mode a

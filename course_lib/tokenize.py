@@ -50,7 +50,7 @@ class CharTokenizer:
 
 
 # ------------------------------------------------------------------ byte-pair encoding
-# Seed 001, "Input and output embeddings": the Transformer tokenises with byte-pair encoding
+# Week 7, §3 "Input and output embeddings": the Transformer tokenises with byte-pair encoding
 # (Sennrich et al. 2015), learned on the source and the target text together, so both
 # languages share one vocabulary (and one embedding matrix).
 #

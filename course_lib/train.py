@@ -164,7 +164,8 @@ def train(model, train_ids: np.ndarray, *, steps: int, val_ids: np.ndarray | Non
           plot: bool = False, warmup: int = 0, min_lr: float | None = None,
           weight_decay: float = 0.0, betas=(0.9, 0.999), fused: bool = False,
           eval_batches: int | None = None, minutes: float | None = None) -> dict:
-    """Mini-batch Adam on random windows of ``train_ids`` (seed 004, "Mini-Batch SGD").
+    """Mini-batch Adam on random windows of ``train_ids`` (CS182 slides,
+    "SGD and Mini-batch SGD").
 
     Every ``eval_every`` steps records the mean training loss since the last record and the
     validation loss: on the first ``eval_chars`` of ``val_ids`` (``evaluate``), or, with

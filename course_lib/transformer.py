@@ -1,5 +1,5 @@
-"""The encoder-decoder Transformer (seed 001, "Transformer architecture") and the
-decoder-only GPT (seed 004, "Transformer Language Model"), in torch.
+"""The encoder-decoder Transformer (Week 7, §7 "Transformer architecture") and the
+decoder-only GPT (CS182 slides, "Transformer Language Model"), in torch.
 
 Read top to bottom, in dependency order:
 
@@ -175,7 +175,8 @@ class DecoderBlock(nn.Module):
     """Masked self-attention, encoder-decoder attention, FFN; each inside Add & Norm.
 
     In the encoder-decoder attention the queries come from the decoder and the keys and
-    values from the encoder's output ``memory`` (seed 001). (B, T, d_model) -> same.
+    values from the encoder's output ``memory`` (Week 7, §7
+    "Encoder-decoder attention"). (B, T, d_model) -> same.
     """
 
     def __init__(self, cfg: TransformerConfig):
@@ -198,7 +199,7 @@ class Transformer(nn.Module):
     loss): the mean cross-entropy over the target positions that are not <pad>, or None.
     ``encode`` and ``decode`` are the two halves, for decoding one token at a time.
     One embedding matrix W^E (vocab_size, d_model) serves the source, the target and the
-    output layer (logits = h W^E^T), as in seed 001.
+    output layer (logits = h W^E^T), as in Week 7, §7 "Decoder stack".
     """
 
     def __init__(self, cfg: TransformerConfig):
@@ -275,7 +276,7 @@ def noam_lr(step: int, d_model: int, warmup: int = 400, factor: float = 1.0) -> 
 class GPTConfig:
     """Sizes of a decoder-only language model. The defaults are nanoGPT's CPU recipe
     (4 layers, 4 heads, d_model 128, context 64); GPT-3 175B is n_layers=96, d_model=12288,
-    n_heads=96, block_size=2048, vocab_size=50257 (seed 000)."""
+    n_heads=96, block_size=2048, vocab_size=50257 (the blog post, "GPT-3")."""
     vocab_size: int
     block_size: int = 64  # the longest context, and the number of learned positions
     d_model: int = 128
@@ -287,7 +288,8 @@ class GPTConfig:
 
 
 def gpt_block(x, p, n_heads):
-    """One GPT block in numpy, Pre-LN with causal self-attention (seed 004):
+    """One GPT block in numpy, Pre-LN with causal self-attention (CS182 slides,
+    "Transformer Layer"):
 
         h = x + MHA(LN_1(x)) with a causal mask;  out = h + FFN(LN_2(h)).
 
@@ -339,7 +341,7 @@ class GPTBlock(nn.Module):
 
 
 class GPT(nn.Module):
-    """A decoder-only Transformer language model (GPT; seed 004, "Transformer Language
+    """A decoder-only Transformer language model (GPT; CS182 slides, "Transformer Language
     Model"), Pre-LN, with the course's hand-derived attention and layer-norm backward passes.
 
     forward(idx (B, T), targets (B, T) or None, cache=None) -> (logits (B, T, vocab_size),

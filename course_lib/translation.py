@@ -143,7 +143,7 @@ def make_splits(n_train: int = 50_000, n_val: int = 1_000, n_test: int = 1_000,
 
 
 def train_tokenizer(pairs, vocab_size: int = 400) -> BPETokenizer:
-    """One BPE vocabulary learned on sources and targets together (seed 001)."""
+    """One BPE vocabulary learned on sources and targets together (Week 7, §3)."""
     return BPETokenizer.train([text for pair in pairs for text in pair], vocab_size)
 
 

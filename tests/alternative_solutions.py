@@ -254,7 +254,7 @@ N02 = [
     _alt("attention.backward_col", "each gradient on its own instead of the stacked P matrix; "
          "column sums broadcast without keepdims", """
         def attention_backward_col(E, X, A, B, C, Att):
-            \"\"\"Seed 000's backward in its own letters. Returns dA, dB, dC (h, d) and dX (d, T).\"\"\"
+            \"\"\"The blog post's backward in its own letters. Returns dA, dB, dC (h, d) and dX (d, T).\"\"\"
             scale = 1.0 / np.sqrt(A.shape[0])
             Q, K, V = A @ X, B @ X, C @ X
             g = V.T @ E                                   # dF/dAtt
@@ -266,7 +266,7 @@ N02 = [
     _alt("attention.backward_col", "the row form inside: transposed to rows, the row-form "
          "backward, transposed back", """
         def attention_backward_col(E, X, A, B, C, Att):
-            \"\"\"Seed 000's backward in its own letters. Returns dA, dB, dC (h, d) and dX (d, T).\"\"\"
+            \"\"\"The blog post's backward in its own letters. Returns dA, dB, dC (h, d) and dX (d, T).\"\"\"
             scale = 1.0 / np.sqrt(A.shape[0])
             Xr = X.T                                # (T, d): a row per position
             Qr, Kr, Vr = Xr @ A.T, Xr @ B.T, Xr @ C.T

@@ -510,7 +510,7 @@ def _col_reference(E, X, A, B, C, Att):
 
 def _col_backward_with(jvp=softmax_jvp, scale_qk=True, blocks=(0, 1, 2), dx_paths=(0, 1, 2),
                        values=lambda E, Att: E @ Att.T):
-    """Seed 000's P-matrix backward with one step changed (see the mistakes below)."""
+    """The blog post's P-matrix backward with one step changed (see the mistakes below)."""
     def wrong(E, X, A, B, C, Att):
         Q, K, V = A @ X, B @ X, C @ X
         s = 1.0 / np.sqrt(A.shape[0]) if scale_qk else 1.0
@@ -525,7 +525,7 @@ def _col_backward_with(jvp=softmax_jvp, scale_qk=True, blocks=(0, 1, 2), dx_path
 
 
 def _col_forward_holding(X, A, B, C, frozen, causal):
-    """Seed 000's forward with Q = A X, K = B X or V = C X taken from ``frozen`` when there."""
+    """The blog post's forward with Q = A X, K = B X or V = C X taken from ``frozen`` when there."""
     Q = frozen["Q"] if "Q" in frozen else A @ X
     K = frozen["K"] if "K" in frozen else B @ X
     V = frozen["V"] if "V" in frozen else C @ X
@@ -746,7 +746,7 @@ MULTI_HEAD = Exercise(
                 "keys and values come from x_kv (the encoder), only the queries from x_q.",
                 _mha_with(keys_from_q=True, values_from_q=True)),
         Mistake("W_o missing",
-                "after concatenating the heads, project with W_o (seed 001 eq. 5).",
+                "after concatenating the heads, project with W_o (Week 7, eq. (5)).",
                 _mha_with(output_projection=False)),
     ),
 )

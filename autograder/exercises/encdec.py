@@ -358,7 +358,8 @@ def _embed_with(scale, positions=True, scale_positions=False):
 
 EMBED_MISTAKES = (
     Mistake("embedding not scaled by sqrt(d_model)",
-            "multiply W_E[ids] by sqrt(d_model) before adding the positions (seed 001).",
+            "multiply W_E[ids] by sqrt(d_model) before adding the positions (Week 7, §7, "
+            "\"Decoder stack\").",
             _embed_with(lambda d: 1.0)),
     Mistake("embedding scaled by d_model instead of sqrt(d_model)",
             "the factor is the square root: np.sqrt(d_model).", _embed_with(lambda d: d)),

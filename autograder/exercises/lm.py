@@ -343,7 +343,7 @@ LSTM_MISTAKES = [
             "h = o * tanh(c): the cell is squashed into (-1, 1) before the output gate.",
             wrong=lambda **c: _lstm(**c, out_tanh=False)),
     Mistake("input concatenated as [x, h_prev]",
-            "W acts on [h_prev, x] (h_prev first), as in the seed's W [h_{t-1}, x_t].",
+            "W acts on [h_prev, x] (h_prev first), as in the CS182 slides' W [h_{t-1}, x_t].",
             wrong=lambda **c: _lstm(**c, x_first=True)),
     Mistake("gate blocks in the wrong order",
             "the 4H columns of z are i, f, o, g in that order (torch.nn.LSTM uses i, f, g, o).",

@@ -2,7 +2,7 @@
 
 Convention (course_lib.positional): pairs of adjacent dimensions (2k, 2k+1), pair k at
 omega_k = 10000^(-2k/d_model), sin first then cos; A(m) has the 2x2 blocks
-[[cos, sin], [-sin, cos]] (seed 001, eq. 12: A(m) P[t] = P[t + m]); RoPE rotates row t
+[[cos, sin], [-sin, cos]] (Week 7, eq. (12): A(m) P[t] = P[t + m]); RoPE rotates row t
 by R(positions[t]), the blocks [[cos, -sin], [sin, cos]] of Su et al., i.e. R(t) = A(-t).
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ NO_LIBRARY = ("course_lib.positional", "torch")
 # ------------------------------------------------------------------- sinusoidal encoding
 def _encoding_cases(rng, hidden):
     if not hidden:
-        return [dict(positions=np.arange(1, 7), d_model=4),  # the seed counts t = 1 .. n
+        return [dict(positions=np.arange(1, 7), d_model=4),  # Week 7 counts t = 1 .. n
                 dict(positions=np.arange(1, 11), d_model=16),
                 dict(positions=np.array([rng.integers(1, 20), 0, rng.integers(1, 20)]), d_model=2),
                 dict(positions=rng.integers(1000, 5000, size=1), d_model=8)]
@@ -27,7 +27,7 @@ def _encoding_cases(rng, hidden):
             dict(positions=np.array([3]), d_model=8),
             dict(positions=rng.integers(0, 400, size=12), d_model=32),
             dict(positions=np.arange(5000, 5008), d_model=64),  # far beyond training lengths
-            dict(positions=np.arange(1, 401), d_model=512)]  # the seed's picture
+            dict(positions=np.arange(1, 401), d_model=512)]  # Week 7's picture
 
 
 def _interleave(sin_part, cos_part):
@@ -78,13 +78,14 @@ SINUSOIDAL_MISTAKES = [
             "the wavelengths grow geometrically up to 10000 * 2 pi: the base is 10000.",
             wrong=lambda positions, d_model: _interleave(*_pairs(positions, d_model, base=1000.0))),
     Mistake("sin/cos order swapped",
-            "eq. (11) puts the sine first: P[t, 2k] = sin(omega_k t), P[t, 2k+1] = cos(omega_k t).",
+            "Week 7's eq. (11) puts the sine first: P[t, 2k] = sin(omega_k t), "
+            "P[t, 2k+1] = cos(omega_k t).",
             wrong=_swapped),
     Mistake("sines and cosines in separate halves",
-            "the sines and cosines alternate dimension by dimension (eq. 11), they are not "
-            "concatenated as [all sines, all cosines].", wrong=_halves),
+            "the sines and cosines alternate dimension by dimension (Week 7, eq. (11)), they are "
+            "not concatenated as [all sines, all cosines].", wrong=_halves),
     Mistake("positions ignored",
-            "use the values in `positions` (the seed counts from t = 1), not 0 .. T-1.",
+            "use the values in `positions` (Week 7 counts from t = 1), not 0 .. T-1.",
             wrong=lambda positions, d_model: sinusoidal_encoding(np.arange(len(positions)), d_model)),
 ]
 
@@ -121,7 +122,7 @@ def _theta(m, d_model, k_scale=2.0):
 
 ROTATION_MISTAKES = [
     Mistake("rotation sign flipped",
-            "with the blocks [[cos, -sin], [sin, cos]] you get A(m) P[t] = P[t - m]; seed 001 "
+            "with the blocks [[cos, -sin], [sin, cos]] you get A(m) P[t] = P[t - m]; Week 7 "
             "uses the blocks [[cos, sin], [-sin, cos]] so that A(m) P[t] = P[t + m].",
             wrong=lambda m, d_model: rotation_matrix(-m, d_model)),
     Mistake("same angle m in every block",

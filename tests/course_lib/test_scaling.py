@@ -21,7 +21,7 @@ def test_seed_000s_gpt3_has_about_175_billion_parameters():
     assert abs(n / 175e9 - 1) < 0.003
     d, L = 12288, 96
     assert abs(n / (12 * L * d ** 2) - 1) < 0.004  # 12 L d^2 is the bulk of it
-    # seed 000's head size 128 x 96 heads is d_model, so giving d_head changes nothing
+    # the blog post's head size 128 x 96 heads is d_model, so giving d_head changes nothing
     assert scaling.param_count(**{**scaling.GPT3_175B, "d_head": None}) == n
 
 
