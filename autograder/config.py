@@ -13,15 +13,19 @@ import shutil
 import sys
 from pathlib import Path
 
-from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+from nbgrader.converters import GenerateAssignment
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,
-                                    LimitOutput, SaveAutoGrades)
+                                    IncludeHeaderFooter, LimitOutput, SaveAutoGrades)
 
+from autograder.header import IncludeHeader
 from autograder.pipeline.execute import SandboxedExecute
+from autograder.pipeline.feedback import FeedbackExporter
 from autograder.pipeline.judge_outputs import JudgeOutputs
+from autograder.pipeline.report import ReportGrades
 from autograder.pipeline.sanitize import SanitizeOutputs
 
-from autograder.paths import HEADER, REPO, RELEASE, SOLUTIONS  # noqa: F401  (used by other modules)
+from autograder.paths import REPO, RELEASE, SOLUTIONS  # noqa: F401  (used by other modules)
 
 
 def _alembic_on_path() -> None:
@@ -38,7 +42,9 @@ def configure(c, root: Path = REPO) -> None:
     c.CourseDirectory.course_id = "transformers"
     c.CourseDirectory.source_directory = "solutions"  # a scratch root links it to SOLUTIONS
     c.CourseDirectory.release_directory = "notebooks" if root == REPO else "release"
-    c.IncludeHeaderFooter.header = str(HEADER)
+    # the header names each notebook's own submit command (header.py)
+    steps = GenerateAssignment.class_traits()["preprocessors"].default()
+    c.GenerateAssignment.preprocessors = [IncludeHeader if s is IncludeHeaderFooter else s for s in steps]
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     # nbgrader's Execute is replaced by the sandboxed one (execute.py), and the verdict is
     # computed right after it, before nbgrader saves the grades; then nothing the learner made
@@ -46,3 +52,7 @@ def configure(c, root: Path = REPO) -> None:
     c.Autograde.autograde_preprocessors = [
         SandboxedExecute, JudgeOutputs, SanitizeOutputs, IgnorePattern, ClearMetadataPreprocessor,
         LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+    # every report (submit, a class worker, the formgrader's "generate feedback") reads offline
+    # and names its exercises (feedback.py, report.py)
+    c.GenerateFeedback.exporter_class = FeedbackExporter
+    c.GenerateFeedback.preprocessors = [ReportGrades, CSSHTMLHeaderPreprocessor]

@@ -23,7 +23,6 @@ from traitlets.config import Config
 
 from autograder.config import configure
 from autograder.paths import SOLUTIONS
-from autograder.pipeline.feedback import FeedbackExporter
 from autograder.pipeline.sandbox import SandboxUnavailable
 from autograder.startup import quick_alembic_head
 
@@ -70,8 +69,8 @@ class Graded:
 class ScratchCourse:
     """An nbgrader course directory at ``root`` (a new or empty folder) with one assignment generated.
 
-    Its feedback uses ``feedback.FeedbackExporter``, whose compiled template a class worker
-    shares between the reports it writes.
+    Its feedback uses ``feedback.FeedbackExporter`` (``config.py``), whose compiled template a
+    class worker shares between the reports it writes.
     """
 
     def __init__(self, assignment: str, root: Path):
@@ -79,7 +78,6 @@ class ScratchCourse:
         self.root, self.assignment = Path(root), assignment
         self.root.mkdir(parents=True, exist_ok=True)
         self.api = new_course(self.root)
-        self.api.config.GenerateFeedback.exporter_class = FeedbackExporter
         require_success(self.api.generate_assignment(assignment), "generate_assignment")
         self.blank_gradebook = (self.root / "gradebook.db").read_bytes()
 

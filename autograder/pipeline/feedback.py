@@ -1,4 +1,4 @@
-"""nbgrader's HTML feedback, without paying again for what every learner's report shares. [trusted]
+"""nbgrader's HTML feedback, offline, without paying again for what every report shares. [trusted]
 
 ``nbgrader generate_feedback`` builds a new nbconvert ``HTMLExporter`` for every run: it
 finds and compiles the feedback template again and renders every markdown cell of the
@@ -11,16 +11,29 @@ already rendered.
 nbconvert then parses the whole page with BeautifulSoup to give images without one an
 ``alt`` text (and, in the lab template only, to make cells focusable); on notebook 02 that
 pass costs more than rendering the page. For nbgrader's feedback template (classic, no lab
-cells) ``FeedbackExporter`` adds the same ``alt`` text with one regular expression. The
-report is the one nbgrader writes, but for how BeautifulSoup re-serialises the markup.
+cells) ``FeedbackExporter`` adds the same ``alt`` text with one regular expression.
+
+The report is the one nbgrader writes, but for how BeautifulSoup re-serialises the markup,
+and for what makes it read offline and name every exercise:
+
+- formulas are MathML, typeset here (``mathml.py``), and the page loads no MathJax (nbgrader's
+  template loads it from a CDN: offline, every formula showed as raw TeX);
+- the page is ``feedback_template/index.html.j2``: nbgrader's, with a summary that names each
+  exercise (``report.py`` says which), found before nbgrader's through ``extra_loaders``.
 """
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+import nbgrader
+from jinja2 import FileSystemLoader, PrefixLoader
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+from traitlets import default
+
+from autograder.pipeline.mathml import markdown_to_html
 
 try:
     from jinja2 import pass_context
@@ -33,14 +46,26 @@ _highlighted: dict[tuple, str] = {}
 MARKDOWN_CACHE = 4096  # distinct markdown sources kept (a course notebook has ~100)
 IMG_WITHOUT_ALT = re.compile(r"<img(?![^>]*\salt=)", re.I)
 NO_ALT = '<img alt="No description has been provided for this image"'
+TEMPLATE = Path(__file__).resolve().parent / "feedback_template"
+NBGRADER_TEMPLATES = Path(nbgrader.__file__).resolve().parent / "server_extensions/formgrader/templates"
 
 
 class FeedbackExporter(HTMLExporter):
-    """An ``HTMLExporter`` whose template environment and markdown renderings are shared."""
+    """An ``HTMLExporter`` whose template environment and markdown renderings are shared, whose
+    formulas are MathML, and whose feedback page is the course's (see the module doc)."""
 
     def _key(self) -> tuple:
         return (self.template_name, tuple(self.template_paths), self.embed_images,
                 self.anchor_link_text, self.exclude_anchor_links, self.sanitize_html)
+
+    @default("extra_loaders")
+    def _course_template(self):
+        if self.template_name != "feedback":
+            return []
+        # ours first: its index.html.j2 (which extends nbgrader's, as "nbgrader/feedback/...")
+        # and its mathjax.html.j2, whose macro loads nothing, for the one nbgrader's page calls
+        return [FileSystemLoader(str(TEMPLATE)),
+                PrefixLoader({"nbgrader": FileSystemLoader(str(NBGRADER_TEMPLATES))})]
 
     def _create_environment(self):
         key = self._key()
@@ -51,15 +76,21 @@ class FeedbackExporter(HTMLExporter):
     @pass_context
     def markdown2html(self, context, source):
         cell = context.get("cell", {})
-        if cell.get("attachments"):  # rendered with the cell's own images: not shared
-            return super().markdown2html(context, source)
         path = context.get("resources", {}).get("metadata", {}).get("path", "")
+        if cell.get("attachments"):  # rendered with the cell's own images: not shared
+            return self._render(source, path, cell.attachments)
         key = (self._key(), path, source)
         if key not in _markdown:
             if len(_markdown) >= MARKDOWN_CACHE:
                 _markdown.clear()
-            _markdown[key] = super().markdown2html(context, source)
+            _markdown[key] = self._render(source, path, {})
         return _markdown[key]
+
+    def _render(self, source: str, path: str, attachments: dict) -> str:
+        """``HTMLExporter.markdown2html``, with its options, but formulas as MathML."""
+        return markdown_to_html(source, attachments=attachments, embed_images=self.embed_images,
+                                path=path, anchor_link_text=self.anchor_link_text,
+                                exclude_anchor_links=self.exclude_anchor_links, **self.lexer_options)
 
     def from_notebook_node(self, nb, resources=None, **kw):
         """``HTMLExporter.from_notebook_node`` with the BeautifulSoup pass done as above."""

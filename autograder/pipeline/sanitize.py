@@ -22,20 +22,23 @@ judge, rewrites the notebook so that nothing the learner made can run:
   renderer lets every scheme through. The HTML is stored as one line inside a ``<div>``
   (newlines written ``&#10;``, the same HTML): a line that opens with ``<div>`` is one raw
   HTML block to a CommonMark renderer (nbconvert's, JupyterLab's), passed on untouched, so the
-  page shows exactly what was cleaned. The step checks that nbconvert's renderer does; if it
-  ever did not, the cell is replaced by a line saying it is not shown;
+  page shows exactly what was cleaned. The step checks that nbconvert's renderer and the
+  report's (``mathml.py``) both do; if either ever did not, the cell is replaced by a line
+  saying it is not shown. The learner's formulas become MathML here, as the course's do in the
+  report (``mathml.py``), so the report typesets them with no MathJax;
 - raw cells the learner made are cleaned as HTML (the HTML templates show them as HTML);
-  the course's own markdown and raw cells are left alone;
+  the course's own markdown and raw cells (and the release's header, ``header.py``) are left alone;
 - saved widget state (the notebook's ``widgets`` metadata, which JupyterLab writes on save) is
   removed: its models may carry JavaScript that nbconvert's page would load and run.
 
 The cleaner is nh3 (ammonia: an HTML5 parser and an allow-list), with its default tags and
 attributes: no scripts, styles, frames, forms or event handlers, and no ``class``, ``id`` or
-``style`` (the page's own scripts, MathJax and mermaid, act on classes). URLs keep only the
-schemes http, https and mailto, or are relative (``#anchor`` too); ``data:`` only as an
-image's source and only PNG, JPEG or GIF. ammonia reads a URL's scheme as a browser does
-(entities decoded, tabs and newlines dropped, case folded), so a disguised ``javascript:``
-is still one and goes.
+``style`` (the page's own scripts, MathJax and mermaid, act on classes); for the learner's
+formulas it allows MathML's layout elements and attributes too (``mathml.TAGS`` and
+``mathml.ATTRIBUTES``: none names a URL). URLs keep only the schemes http, https and mailto,
+or are relative (``#anchor`` too); ``data:`` only as an image's source and only PNG, JPEG or
+GIF. ammonia reads a URL's scheme as a browser does (entities decoded, tabs and newlines
+dropped, case folded), so a disguised ``javascript:`` is still one and goes.
 """
 from __future__ import annotations
 
@@ -43,10 +46,12 @@ from html import escape
 
 import nbformat
 import nh3
-from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath, markdown2html_mistune
+from nbconvert.filters.markdown_mistune import MarkdownWithMath, markdown2html_mistune
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from autograder.header import header_cells
 from autograder.paths import SOLUTIONS
+from autograder.pipeline import mathml
 from autograder.pipeline.plan import GRADED
 
 KEEP = {"text/plain", "image/png", "image/jpeg", "image/gif"}
@@ -68,7 +73,13 @@ def _inline_images_only(element: str, attribute: str, value: str) -> str | None:
     return value if element == "img" and attribute == "src" and url.startswith(INLINE_IMAGES) else None
 
 
-CLEANER = nh3.Cleaner(url_schemes={"http", "https", "mailto", "data"}, attribute_filter=_inline_images_only)
+CLEANER = nh3.Cleaner(
+    tags=nh3.ALLOWED_TAGS | mathml.TAGS,
+    attributes={**nh3.ALLOWED_ATTRIBUTES, **{tag: set(mathml.ATTRIBUTES) for tag in mathml.TAGS}},
+    url_schemes={"http", "https", "mailto", "data"}, attribute_filter=_inline_images_only)
+# the renderers of the pages that show a learner's stored markdown: jupyter nbconvert's and the
+# formgrader's, and the feedback report's
+PAGE_RENDERERS = (markdown2html_mistune, mathml.markdown_to_html)
 
 
 def clean(html: str) -> str:
@@ -78,23 +89,26 @@ def clean(html: str) -> str:
 
 def markdown_as_html(cell) -> str:
     """A learner's markdown cell as cleaned HTML, in the one-line form a markdown renderer passes on."""
-    renderer = IPythonRenderer(escape=False, attachments=cell.get("attachments", {}), exclude_anchor_links=True)
+    renderer = mathml.MathMLRenderer(escape=False, attachments=cell.get("attachments", {}),
+                                     exclude_anchor_links=True)
     try:
         html = MarkdownWithMath(renderer=renderer).render(cell.source)
     except Exception:  # a missing attachment, say: the learner's text is shown as text
         html = f"<pre>{escape(cell.source)}</pre>"
     stored = "<div>" + clean(html).replace("\n", "&#10;") + "</div>"
-    # the page renders the stored source again: it must come out as it went in
-    return stored if markdown2html_mistune(stored).strip() == stored else NOT_SHOWN
+    # each page renders the stored source again: it must come out as it went in
+    return stored if all(render(stored).strip() == stored for render in PAGE_RENDERERS) else NOT_SHOWN
 
 
 def _course_text(resources) -> set[str]:
-    """The sources of the assignment's own markdown and raw cells."""
+    """The sources of the assignment's own markdown and raw cells, its header's included."""
     info = resources.get("nbgrader", {})
-    path = SOLUTIONS / info.get("assignment", "") / f"{info.get('notebook', '')}.ipynb"
+    assignment, notebook = info.get("assignment", ""), info.get("notebook", "")
+    path = SOLUTIONS / assignment / f"{notebook}.ipynb"
     if not path.is_file():
         return set()
-    return {c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type != "code"}
+    cells = header_cells(assignment, notebook) + nbformat.read(path, as_version=4).cells
+    return {c.source for c in cells if c.cell_type != "code"}
 
 
 def _sizes(metadata) -> dict:

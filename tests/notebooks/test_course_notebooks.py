@@ -3,14 +3,16 @@
 Each solution scores full marks through the real nbgrader pipeline and runs top to bottom in
 CI mode; each released notebook runs without an error and scores zero; notebooks/ is exactly
 what solutions/ generates; no committed notebook carries outputs; every registered exercise
-has one graded cell worth its points.
+has one graded cell worth its points; every markdown table is one that nbconvert renders.
 """
 import json
+import re
 
 import nbformat
 import pytest
 
 from autograder.exercises import all_exercises
+from autograder.pipeline.mathml import markdown_to_html
 from autograder.pipeline.plan import recorded_exercise
 from autograder.release import assignments, generate_to_temp
 from helpers import NOTEBOOKS, SOLUTIONS, grade, run_notebook
@@ -65,6 +67,57 @@ def test_each_exercise_has_one_graded_cell_worth_its_points():
     assert set(seen) == set(registry)
     for ex_id, (path, points) in seen.items():
         assert points == registry[ex_id], f"{path}: {ex_id} worth {points}, registry says {registry[ex_id]}"
+
+
+DELIMITER_ROW = re.compile(r"\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*")
+CELL_BORDER = re.compile(r"(?<!\\)\|")  # a pipe not written \| (GFM: in code spans too)
+
+
+def _cells(row: str) -> list[str]:
+    """``| a | `b` | c |`` -> ``["a", "`b`", "c"]`` (the outer pipes are optional)."""
+    row = row.strip()
+    row = row[1:] if row.startswith("|") else row
+    row = row[:-1] if row.endswith("|") and not row.endswith("\\|") else row
+    return [cell.strip() for cell in CELL_BORDER.split(row)]
+
+
+def markdown_tables(source: str) -> list[list[list[str]]]:
+    """Each GFM table of a markdown source (a header row, a delimiter row, rows up to a line
+    with no pipe), as rows of cells."""
+    lines, tables, i = source.split("\n"), [], 0
+    while i + 1 < len(lines):
+        if "|" in lines[i] and DELIMITER_ROW.fullmatch(lines[i + 1]):
+            end = i + 2
+            while end < len(lines) and "|" in lines[end]:
+                end += 1
+            tables.append([_cells(row) for row in lines[i:end]])
+            i = end
+        else:
+            i += 1
+    return tables
+
+
+def test_markdown_tables_are_found():
+    assert markdown_tables("x\n\n| a | b |\n|---|:-:|\n| `c\\|d` | e |\n\ntext") == [
+        [["a", "b"], ["---", ":-:"], ["`c\\|d`", "e"]]]
+
+
+def test_every_markdown_table_has_as_many_cells_in_each_row_as_its_header():
+    """JupyterLab shows a row with a cell too many; nbconvert's renderer (the feedback report)
+    then shows the whole table as raw pipes."""
+    wrong, tables = [], 0
+    for path in sorted(SOLUTIONS.glob("*/*.ipynb")):
+        for i, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            if cell.cell_type != "markdown":
+                continue
+            found = markdown_tables(cell.source)
+            tables += len(found)
+            rows = [f"{path.parent.name} cell {i}: {len(row)} cells, header {len(table[0])}: {row}"
+                    for table in found for row in table[1:] if len(row) != len(table[0])]
+            if not rows and markdown_to_html(cell.source).count("<table>") != len(found):
+                rows.append(f"{path.parent.name} cell {i}: a table nbconvert does not render as one")
+            wrong += rows
+    assert tables >= 8 and not wrong, "\n".join(wrong)
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

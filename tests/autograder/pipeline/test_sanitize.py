@@ -22,6 +22,7 @@ from nbconvert.filters.markdown_mistune import markdown2html_mistune
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_output, new_raw_cell
 
 from autograder.pipeline.feedback import FeedbackExporter
+from autograder.pipeline.mathml import markdown_to_html
 from autograder.pipeline.plan import GRADED
 from autograder.pipeline.sanitize import NOT_SHOWN, SanitizeOutputs, markdown_as_html
 
@@ -125,6 +126,13 @@ def vectors(js: str) -> dict[str, str]:
         "md vbscript": f"[x](vbscript:{js.replace('alert', 'msgbox')})",
         "md title breakout": f'![x](/y "a\\" onerror=\\"{js}")',
         "md html in label": f"[<img src=x onerror={js}>](https://example.org)",
+        # TeX: a learner's formulas become MathML (mathml.py); latex2mathml alone would write
+        # \text{} unescaped and keep what \href, \style and \class ask for
+        "tex text html": f"$\\text{{<img src=x onerror={js}>}}$",
+        "tex display text html": f"$$\\text{{<svg/onload={js}>}}$$",
+        "tex href": f"$\\href{{{url}}}{{x}}$",
+        "tex style": f"$\\style{{background-image: url({url})}}{{x}}$",
+        "tex class": f"$\\class{{{js}}}{{x}}$",
     }
 
 
@@ -305,7 +313,15 @@ def test_a_learners_markdown_is_kept_as_the_html_the_page_shows(sanitized):
     learner = [c for c in sanitized.cells[len(course.cells):] if c.cell_type == "markdown"]
     assert len(learner) == len(NAMES) + 1
     for cell in learner:
-        assert cell.source != NOT_SHOWN and markdown2html_mistune(cell.source).strip() == cell.source
+        assert cell.source != NOT_SHOWN
+        for render in (markdown2html_mistune, markdown_to_html):  # the formgrader's, the report's
+            assert render(cell.source).strip() == cell.source
+
+
+def test_a_learners_formulas_are_kept_as_mathml():
+    html = markdown_as_html(new_markdown_cell(r"$\sqrt{d_k}$ and $$x < \text{<b>y</b>}$$ and $x^$"))
+    assert html.count("<math") == 2 and "<msqrt>" in html and "&lt;b&gt;y&lt;/b&gt;" in html
+    assert "<code>$x^$</code>" in html  # what latex2mathml cannot read is shown as TeX
 
 
 def test_a_markdown_cell_the_renderer_refuses_is_shown_as_text():

@@ -1,0 +1,52 @@
+"""What the learner's feedback report says of each exercise, beside nbgrader's grades. [trusted]
+
+``ReportGrades`` takes the place of nbgrader's ``GetGrades`` in ``nbgrader generate_feedback``
+(``config.py``). It does what ``GetGrades`` does (each cell's score and comment from the
+gradebook, for the page), and then, in the copy of the autograded notebook the page is made
+from (the file, which the formgrader shows, keeps everything):
+
+- each graded cell names its exercise for the page's summary (``feedback_template``): the
+  exercise id its restored source records, the function the learner writes, and the grade id of
+  the learner's solution cell for it, when the notebook has it;
+- the graded cell's score result goes: it is there for nbgrader's partial credit
+  (``judge_outputs.verdict_outputs``; ``SaveAutoGrades`` has read it by now), and the page
+  would show it as a bare ``Out[n]: 3.0`` under the verdict, which already says
+  "attention.forward: 3 / 3 points";
+- a solution cell's comment is the grader's own only: nbgrader's automatic one, "No response."
+  on a cell left as released, says less than the graded cell's verdict ("`attention_forward`
+  is not implemented yet.").
+"""
+from __future__ import annotations
+
+from nbgrader.preprocessors import GetGrades
+
+from autograder.authoring import grade_id
+from autograder.exercises import get
+from autograder.pipeline.judge_outputs import VERDICT
+from autograder.pipeline.plan import recorded_exercise
+
+
+def _is_score(output) -> bool:
+    return output.get("output_type") == "execute_result" and VERDICT in output.get("data", {})
+
+
+class ReportGrades(GetGrades):
+    """nbgrader's ``GetGrades``, and each exercise named for the page (see the module doc)."""
+
+    def _get_comment(self, cell, resources):
+        comment = self.gradebook.find_comment(
+            cell.metadata.nbgrader.grade_id, self.notebook_id, self.assignment_id, self.student_id)
+        cell.metadata.nbgrader["comment"] = comment.manual_comment
+
+    def preprocess(self, nb, resources):
+        nb, resources = super().preprocess(nb, resources)
+        answers = {c.metadata.nbgrader.grade_id for c in nb.cells
+                   if c.metadata.get("nbgrader", {}).get("solution")}
+        for cell in nb.cells:
+            exercise_id = recorded_exercise(cell)
+            if exercise_id:
+                answer = grade_id(exercise_id)
+                cell.metadata["autograder"] = {"exercise": exercise_id, "function": get(exercise_id).function,
+                                               "answer": answer if answer in answers else None}
+                cell.outputs = [o for o in cell.get("outputs", []) if not _is_score(o)]
+        return nb, resources

@@ -1,0 +1,134 @@
+"""pipeline/feedback.py and report.py: the learner's report reads offline and says what it means.
+
+Two learners' copies of notebook 02 go through ``grade_notebook`` once each, with the report
+written: one with the solution's code in every solution cell (the released notebook, so its
+banner is there), one with a wrong answer, two exercises left as released and a markdown cell
+of the learner's own with formulas. Headless Chromium opens each report from disk with every
+request but ``file:`` refused, and finds: no http(s) request tried, every formula typeset as
+MathML (none left as TeX), each exercise named in the summary, no bare score ``Out[n]`` and no
+"No response.", and a banner with the real submit command.
+"""
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_markdown_cell
+
+from autograder.grading import grade_notebook
+
+from helpers import NOTEBOOKS, SOLUTIONS
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+RELEASED, SOURCE = NOTEBOOKS / "02_attention" / "attention.ipynb", SOLUTIONS / "02_attention" / "attention.ipynb"
+COMMAND = "autograder submit notebooks/02_attention/attention.ipynb"
+BLANK = ("attention_causal_mask", "attention_padding_mask")
+LEARNER_MATH = r"My notes: $\sqrt{d_k}$, $$A = \mathrm{softmax}(QK^\top)$$, \\(x_1\\) and \\[y^2\\]."
+
+
+def _learner(blank=(), wrong=None) -> nbformat.NotebookNode:
+    """The released notebook with the solution's code typed into its solution cells, but for
+    the ``blank`` ones; ``wrong``: (grade id, old, new), an edit of one of them."""
+    answers = {c.metadata.nbgrader.grade_id: c.source for c in nbformat.read(SOURCE, as_version=4).cells
+               if c.metadata.get("nbgrader", {}).get("solution")}
+    nb = nbformat.read(RELEASED, as_version=4)
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in answers and grade_id not in blank:
+            cell.source = answers[grade_id]
+            if wrong and wrong[0] == grade_id:
+                assert wrong[1] in cell.source
+                cell.source = cell.source.replace(wrong[1], wrong[2])
+    return nb
+
+
+# what the page shows: its summary, the text of its markdown cells, and of the whole page
+READ = """() => ({
+  toc: [...document.querySelectorAll("#toc li")].map(li => li.innerText.trim()),
+  links: [...document.querySelectorAll("#toc li a")].map(a => [a.getAttribute("href"), a.innerText.trim()]),
+  markdown: [...document.querySelectorAll(".text_cell_render")].map(
+    e => ({text: e.innerText, formulas: e.querySelectorAll("math").length})),
+  text: document.body.innerText,
+  formulas: document.querySelectorAll("math").length,
+  laidOut: [...document.querySelectorAll("math")].every(m => getComputedStyle(m).display.includes("math")),
+})"""
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    tmp = tmp_path_factory.mktemp("feedback")
+    mutant = _learner(BLANK, ("attention_forward", "np.sqrt(", "np.sqrt(2 * "))
+    mutant.cells.insert(5, new_markdown_cell(LEARNER_MATH))
+    out = {}
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        for name, nb in (("full", _learner()), ("mutant", mutant)):
+            (tmp / name).mkdir()
+            nbformat.write(nb, tmp / name / "attention.ipynb")
+            result = grade_notebook(tmp / name / "attention.ipynb", feedback_to=tmp / name / "report.html")
+            page, tried = browser.new_page(), []
+            page.on("request", lambda request: tried.append(request.url))
+            page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
+                       else route.abort())
+            page.goto(Path(result.feedback_html).as_uri(), wait_until="load")
+            page.wait_for_timeout(300)  # a script the page loaded late would have asked by now
+            out[name] = result, page.evaluate(READ), tried
+            page.close()
+        browser.close()
+    return out
+
+
+@pytest.mark.parametrize("name", ["full", "mutant"])
+def test_the_report_reads_offline(reports, name):
+    result, page, tried = reports[name]
+    assert not [url for url in tried if re.match(r"https?:", url)], tried
+    assert page["formulas"] > 100 and page["laidOut"]  # Chromium lays MathML out itself
+    left = [cell["text"][:200] for cell in page["markdown"] if re.search(r"\$|\\\(|\\\[|\\begin\{", cell["text"])]
+    assert not left, left
+
+
+@pytest.mark.parametrize("name", ["full", "mutant"])
+def test_the_summary_names_each_exercise_and_its_score(reports, name):
+    result, page, _ = reports[name]
+    assert len(page["toc"]) == len(result.exercises) == 8
+    for line, exercise in zip(page["toc"], result.exercises):
+        assert line.startswith(f"{exercise.id}: ")
+        assert f"(Score: {round(exercise.points, 2)} / {exercise.max_points})" in line, line
+    assert all(text not in ("Test cell", "Comment") for _, text in page["links"])
+    answers = [href for href, text in page["links"] if text == "your code"]
+    assert len(answers) == 8 and all(href.startswith("#comment-attention_") for href in answers)
+
+
+@pytest.mark.parametrize("name", ["full", "mutant"])
+def test_no_bare_score_and_no_empty_comment(reports, name):
+    result, page, _ = reports[name]
+    assert "Out[" not in page["text"] and "No response." not in page["text"] and "Comments:" not in page["text"]
+    forward = result.by_id("attention.forward")
+    assert f"attention.forward: {forward.points:g} / 3 points" in page["text"]  # the verdict says it
+
+
+def test_the_banner_gives_the_real_command(reports):
+    _, page, _ = reports["full"]
+    assert f"submit from the last cell or, in a terminal at the course folder, with {COMMAND}." in page["text"]
+    assert "this notebook>" not in page["text"] and "&lt;" not in page["text"]
+
+
+def test_scores_are_still_nbgraders_partial_credit(reports):
+    full, mutant = reports["full"][0], reports["mutant"][0]
+    assert full.total == full.max_total == 17
+    forward = mutant.by_id("attention.forward")
+    assert 0 < forward.points < forward.max_points  # read from the graded cell's execute_result
+    for exercise_id in ("attention.causal_mask", "attention.padding_mask"):
+        blank = mutant.by_id(exercise_id)
+        assert blank.points == 0 and any("not implemented yet" in m for m in blank.messages)
+
+
+def test_the_learners_own_formulas_are_typeset(reports):
+    _, page, _ = reports["mutant"]
+    (notes,) = [cell for cell in page["markdown"] if cell["text"].startswith("My notes:")]
+    assert notes["formulas"] == 4 and "$" not in notes["text"] and "\\" not in notes["text"]
