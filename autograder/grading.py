@@ -4,6 +4,7 @@
 it in a scratch course generated from ``solutions/`` (``pipeline.course``: nbgrader's
 ``autograde``, the sandboxed execution and the judge included, and ``generate_feedback``),
 and reads each exercise's score and messages from what nbgrader saved (``read_results``).
+It takes at most ``DEADLINE`` seconds, whatever the file holds (``run_budget``).
 """
 from __future__ import annotations
 
@@ -12,17 +13,21 @@ import tempfile
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from time import monotonic
 
 import nbformat
 
 from autograder.config import SOLUTIONS
 from autograder.pipeline.course import Graded, GradingError, ScratchCourse
+from autograder.pipeline.execute import SandboxedExecute
 from autograder.pipeline.judge_outputs import recorded_verdict
 from autograder.pipeline.plan import recorded_exercise
 from autograder.pipeline.sandbox import isolation
 from autograder.pipeline.submission import prepare
 
 STUDENT = "learner"
+DEADLINE = 90        # seconds for one submission's grading, reading the file included
+AROUND_THE_RUN = 10  # seconds nbgrader takes besides running the cells: start-up, judge, feedback
 
 
 @dataclass
@@ -120,6 +125,14 @@ def read_results(assignment: str, name: str, graded: Graded) -> list[ExerciseRes
     return results
 
 
+def run_budget(reading: float) -> int:
+    """Seconds the cells may run after reading the file took ``reading`` seconds: the usual
+    ``SandboxedExecute.time_budget``, less what reading took past the few seconds ``DEADLINE``
+    spares, so that a gigabyte file whose code runs as long as it may still ends in time."""
+    usual = SandboxedExecute.time_budget.default_value
+    return max(1, min(usual, int(DEADLINE - AROUND_THE_RUN - reading)))
+
+
 def grade_notebook(notebook: str | Path, assignment: str | None = None,
                    feedback_to: str | Path | None = None) -> Result:
     """Autograde one notebook; write nbgrader's HTML feedback to ``feedback_to`` if given."""
@@ -129,12 +142,15 @@ def grade_notebook(notebook: str | Path, assignment: str | None = None,
     assignment = assignment or find_assignment(notebook)
     name = _canonical_name(notebook, assignment)
     isolated, isolation_note = isolation()
+    started = monotonic()
     prepared = prepare(notebook, assignment, name)
+    budget = run_budget(monotonic() - started)
     # nbgrader's gradebook warns about its own SQLAlchemy internals: nothing a learner can act on
     with tempfile.TemporaryDirectory(prefix="autograder-") as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         graded = ScratchCourse(assignment, Path(tmp)).grade(prepared.nb, STUDENT, name,
-                                                             feedback=feedback_to is not None)
+                                                             feedback=feedback_to is not None,
+                                                             time_budget=budget)
     html = None
     if feedback_to is not None:
         Path(feedback_to).write_text(graded.feedback, encoding="utf-8")

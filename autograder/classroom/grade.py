@@ -133,8 +133,7 @@ def make_task(folder: Path, student: str, assignment: str, name: str) -> Task | 
     from autograder.pipeline.submission import prepare
 
     stamp = folder / "timestamp.txt"
-    content = (folder / name).read_bytes()
-    digest = job_digest(content, assignment, name)
+    digest = job_digest(folder / name, assignment, name)
     try:
         prepared = prepare(folder / name, assignment, name)
     except Exception as err:  # a bug of ours must cost one submission, not the class
@@ -228,7 +227,7 @@ def _triage(submissions: Path, assignment: str, name: str, course_root: Path, jo
                 continue
             try:
                 place_submission(paths[0], folder / name, with_extras=paths[0].parent.name == assignment)
-                digest = job_digest((folder / name).read_bytes(), assignment, name)
+                digest = job_digest(folder / name, assignment, name)
             except OSError as err:
                 summary.failed.append(Outcome(student, "", False, reason=f"could not be read: {err}"))
                 continue

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from autograder.paths import SOLUTIONS
 
@@ -41,8 +42,14 @@ class Outcome:
     worker: str = ""           # host:parent pid>grading process pid
 
 
-def job_digest(content: bytes, assignment: str, notebook: str) -> str:
-    """Same submission against the same source: same job (graded once, whatever the run)."""
-    h = hashlib.sha256(content)
+def job_digest(submission: Path, assignment: str, notebook: str) -> str:
+    """Same submission against the same source: same job (graded once, whatever the run).
+
+    The file is hashed a megabyte at a time: a submission may be large (its saved outputs).
+    """
+    h = hashlib.sha256()
+    with submission.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
     h.update(b"\0" + (SOLUTIONS / assignment / notebook).read_bytes())
     return h.hexdigest()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from dataclasses import asdict
 from functools import cached_property
@@ -30,12 +31,19 @@ from autograder.classroom.jobs import Outcome
 from autograder.paths import SOLUTIONS
 
 
-def write_atomic(path: Path, data: bytes | str) -> None:
-    """Write ``path`` so that readers, and a rerun after a crash, see old or new, never half."""
+def write_atomic(path: Path, data: bytes | str | Path) -> None:
+    """Write ``path`` so that readers, and a rerun after a crash, see old or new, never half.
+
+    ``data``: what to write, or a file to copy (a megabyte at a time: a submission may be large).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     draft = path.with_name(f".{path.name}.{os.getpid()}.part")
     with open(draft, "wb") as f:
-        f.write(data.encode() if isinstance(data, str) else data)
+        if isinstance(data, Path):
+            with data.open("rb") as source:
+                shutil.copyfileobj(source, f, 1 << 20)
+        else:
+            f.write(data.encode() if isinstance(data, str) else data)
         f.flush()
         os.fsync(f.fileno())
     os.replace(draft, path)
@@ -208,7 +216,7 @@ def place_submission(source: Path, dest: Path, with_extras: bool) -> None:
     if source.resolve() == dest.resolve():
         return
     dest.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(dest, source.read_bytes())
+    write_atomic(dest, source)
     for name in ("timestamp.txt", "submission_secret.txt") if with_extras else ():
         if (source.parent / name).is_file():
             write_atomic(dest.parent / name, (source.parent / name).read_bytes())

@@ -82,8 +82,14 @@ class ScratchCourse:
         self.blank_gradebook = (self.root / "gradebook.db").read_bytes()
 
     def grade(self, nb: nbformat.NotebookNode, student: str, notebook: str,
-              timestamp: str | None = None, feedback: bool = True) -> Graded:
-        """Autograde the prepared notebook ``nb`` as ``student``'s ``notebook`` (a file name)."""
+              timestamp: str | None = None, feedback: bool = True, time_budget: int | None = None) -> Graded:
+        """Autograde the prepared notebook ``nb`` as ``student``'s ``notebook`` (a file name);
+        ``time_budget``: the seconds its cells may run, if not ``SandboxedExecute``'s own."""
+        run = self.api.config.SandboxedExecute
+        if time_budget is None:
+            run.pop("time_budget", None)
+        else:
+            run.time_budget = time_budget
         for folder in ("submitted", "autograded", "feedback"):
             shutil.rmtree(self.root / folder, ignore_errors=True)
         (self.root / "gradebook.db").write_bytes(self.blank_gradebook)

@@ -12,7 +12,8 @@
    (``os._exit``, a crash, the memory limit) is stopped and marked with a ``GradingFault``
    error naming the cause; the kernel is started again and the cells before it are run
    again, without the faulty ones, so the others are still graded. Output past
-   ``output_limit`` characters is dropped.
+   ``output_limit`` characters in a cell, or past ``notebook_limit`` in all cells but the
+   graded ones together, is dropped: the grader holds the outputs, whatever the code prints.
    The whole run stops after ``time_budget`` seconds; cells not reached are marked.
 
 The verdict is ``JudgeOutputs``'s, in the next step.
@@ -88,14 +89,17 @@ class SandboxKernelManager(AsyncKernelManager):
 
 
 class _Client(NotebookClient):
-    """nbclient that keeps at most ``output_limit`` characters of a cell's output.
+    """nbclient that keeps at most ``output_limit`` characters of a cell's output, and at most
+    ``notebook_limit`` of all cells' but the graded ones, together.
 
     Printed text and displayed data count separately (a graded cell displays its outputs as
     data, which may be large); past either limit the rest of the cell's output is dropped.
+    The graded cells' outputs are what the judge reads: other cells' printing never cuts them.
     """
 
     output_limit = Integer(1_000_000)
     data_limit = Integer(64_000_000)
+    notebook_limit = Integer(4_000_000)  # four cells' worth: plenty for the feedback to show
 
     def output(self, outs, msg, display_id, cell_index):
         sizes = self.__dict__.setdefault("_sizes", {})
@@ -105,13 +109,20 @@ class _Client(NotebookClient):
         used = sizes.setdefault(cell_index, [0, 0])
         used[0] += text
         used[1] += data
+        cut = self.__dict__.setdefault("_cut", {})
         if used[0] > self.output_limit or used[1] > self.data_limit:
-            self.__dict__.setdefault("_cut", set()).add(cell_index)
+            cut[cell_index] = f"after {self.output_limit:,} characters"
             return None
+        if not self.nb.cells[cell_index].metadata.get("nbgrader", {}).get("grade"):
+            self.__dict__["_shown"] = self.__dict__.get("_shown", 0) + text + data
+            if self.__dict__["_shown"] > self.notebook_limit:
+                cut[cell_index] = f"after the notebook's cells printed {self.notebook_limit:,} characters"
+                return None
         return super().output(outs, msg, display_id, cell_index)
 
-    def was_cut(self, cell_index: int) -> bool:
-        return cell_index in self.__dict__.get("_cut", set())
+    def cut(self, cell_index: int) -> str | None:
+        """Why the cell's output was cut, if it was: ``"after 1,000,000 characters"``."""
+        return self.__dict__.get("_cut", {}).get(cell_index)
 
 
 def teaching_sources(assignment: str, notebook: str) -> set[str]:
@@ -207,9 +218,9 @@ class SandboxedExecute(NbGraderPreprocessor):
                 faults[i] = ("stopped: the kernel died while running this cell (os._exit, "
                              "exit(), a crash, or the memory limit)")
             else:
-                if client.was_cut(i):
+                if client.cut(i):
                     nb.cells[i].outputs.append(new_output(
                         "stream", name="stderr",
-                        text=f"[output cut by the grader after {self.output_limit:,} characters]\n"))
+                        text=f"[output cut by the grader {client.cut(i)}]\n"))
                 continue
             raise _Restart()

@@ -1,11 +1,16 @@
 """Turn whatever a learner submitted into a notebook nbgrader can grade; say what was wrong. [trusted]
 
 Runs in the trusted parent before nbgrader sees the file, so no submission can make nbgrader
-fail ("Please see the above traceback") or touch another learner's grade. The notebook is
-rebuilt cell by cell from the parsed JSON, against the assignment's source:
+fail ("Please see the above traceback") or touch another learner's grade. The file is read
+by ``skim.skim``, which keeps each cell's type, source and nbgrader metadata and never reads
+the outputs, in bounded time and memory whatever the file holds; the notebook is rebuilt
+cell by cell from that, against the assignment's source:
 
-- unreadable (empty, not JSON, not a notebook, too large) or another assignment's notebook:
+- unreadable (empty, not JSON, not a notebook, over 1 GB) or another assignment's notebook:
   graded as the blank release, with a note naming the problem;
+- past a limit (``skim.Limits``), with a note naming it: cells past the assignment's count
+  plus ``EXTRA_CELLS`` are not read; a cell's source past 100 KB, or past what 1 MB holds for
+  all cells together, is graded as empty; nbgrader metadata past 4 KB is ignored;
 - nbformat 3 and 4 are read (cells rebuilt as version 4; odd cells dropped);
 - nbgrader metadata is the source's for every grade id the source knows, and dropped from
   cells claiming an unknown id or the wrong cell type; of duplicated ids the last cell keeps
@@ -26,8 +31,9 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
 
 from autograder.paths import SOLUTIONS
+from autograder.pipeline.skim import Cut, Limits, Skimmed, Unreadable, size_text, skim
 
-MAX_BYTES = 20 << 20
+EXTRA_CELLS = 500  # cells a learner may add to the assignment's: scratch work, many times over
 NOTES_HEADING = "**Notes from the grader on this submission**"
 MAKERS = {"code": new_code_cell, "markdown": new_markdown_cell, "raw": new_raw_cell}
 
@@ -44,30 +50,6 @@ def _grade_id(cell) -> str | None:
     return gid if isinstance(gid, str) else None
 
 
-def _parse(path: Path) -> tuple[list | None, str | None]:
-    """The raw cells of a notebook file, or None and why it cannot be read."""
-    try:
-        size = path.stat().st_size
-    except OSError as err:
-        return None, f"could not be opened ({err.strerror})"
-    if size == 0:
-        return None, "is empty"
-    if size > MAX_BYTES:
-        return None, f"is {size / 2**20:.0f} MB, more than the {MAX_BYTES >> 20} MB the grader reads"
-    try:
-        nb = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except ValueError as err:
-        return None, f"is not a notebook nbformat can read (not JSON: {str(err)[:120]})"
-    if not isinstance(nb, dict):
-        return None, "is not a notebook nbformat can read (not a JSON object)"
-    cells = nb.get("cells")
-    if cells is None and isinstance(nb.get("worksheets"), list):  # nbformat 3
-        cells = [c for w in nb["worksheets"] if isinstance(w, dict) for c in w.get("cells", [])]
-    if not isinstance(cells, list):
-        return None, "is not a notebook nbformat can read (no list of cells)"
-    return cells, None
-
-
 def _rebuild(raw) -> nbformat.NotebookNode | None:
     """A fresh, valid cell with the raw cell's type, source and nbgrader metadata."""
     if not isinstance(raw, dict):
@@ -76,6 +58,8 @@ def _rebuild(raw) -> nbformat.NotebookNode | None:
     if kind not in MAKERS:
         return None
     source = raw.get("source", raw.get("input", ""))
+    if isinstance(source, Cut):
+        source = _emptied(kind, source)
     if isinstance(source, list):
         source = "".join(s for s in source if isinstance(s, str))
     if not isinstance(source, str):
@@ -87,6 +71,52 @@ def _rebuild(raw) -> nbformat.NotebookNode | None:
     if isinstance(meta, dict) and isinstance(meta.get("nbgrader"), dict):
         cell.metadata["nbgrader"] = json.loads(json.dumps(meta["nbgrader"]))
     return cell
+
+
+def _emptied(kind: str, cut: Cut) -> str:
+    """What a cell whose source was not read holds instead: why, in the feedback too."""
+    why = (f"the cells above it already hold the {size_text(cut.limit)} of source the grader reads"
+           if cut.total else f"its source is {size_text(cut.size)}, more than the {size_text(cut.limit)} "
+                             "one cell may hold")
+    return ("# " if kind == "code" else "") + f"The grader emptied this cell: {why}."
+
+
+def _reading_notes(skimmed: Skimmed, limits: Limits, course_cells: int) -> list[str]:
+    """What the grader did not read of the file, for the learner."""
+    notes = []
+    if skimmed.more_cells:
+        notes.append(f"The notebook has more than {limits.cells} cells (the assignment's {course_cells} and "
+                     f"{EXTRA_CELLS} of your own): only the first {limits.cells} were read and graded.")
+    big, over, meta = [], [], []
+    for number, raw in enumerate(skimmed.cells, 1):
+        if not isinstance(raw, dict):
+            continue
+        for source in (raw.get("source"), raw.get("input")):
+            if isinstance(source, Cut):
+                (over if source.total else big).append(number)
+        if isinstance(raw.get("metadata", {}).get("nbgrader"), Cut):
+            meta.append(number)
+    if big:
+        notes.append(f"{_numbers(big)} graded as empty: a cell's source may be at most "
+                     f"{size_text(limits.source)}.")
+    if over:
+        notes.append(f"{_numbers(over)} graded as empty: the cells' sources may add up to at most "
+                     f"{size_text(limits.sources)}.")
+    if meta:
+        notes.append(f"The nbgrader metadata of {_numbers(meta, verb=False).lower()} was ignored: it may "
+                     f"be at most {size_text(limits.nbgrader)}.")
+    if skimmed.crowded:
+        notes.append(f"The notebook holds more than {limits.entries:,} entries (cells, their keys and "
+                     f"metadata): only its first {len(skimmed.cells)} cells were read and graded.")
+    return notes
+
+
+def _numbers(cells: list[int], verb: bool = True) -> str:
+    """``[4]`` -> "Cell 4 was"; ``[4, 9, 12]`` -> "Cells 4, 9 and 12 were" (at most 5 named)."""
+    if len(cells) == 1:
+        return f"Cell {cells[0]}" + (" was" if verb else "")
+    named = [str(n) for n in cells[:5]] + ([f"{len(cells) - 5} more"] if len(cells) > 5 else [])
+    return "Cells " + ", ".join(named[:-1]) + " and " + named[-1] + (" were" if verb else "")
 
 
 def _exercise_cell(cell) -> bool:
@@ -110,11 +140,13 @@ def prepare(path: Path, assignment: str, notebook_name: str) -> Prepared:
     source = nbformat.read(SOLUTIONS / assignment / notebook_name, as_version=4)
     release = Path(SOLUTIONS.parent / "notebooks" / assignment / notebook_name)
     blank = nbformat.read(release, as_version=4) if release.exists() else source
-    raw_cells, problem = _parse(path)
-    if problem:
+    limits = Limits(cells=len(source.cells) + EXTRA_CELLS)
+    try:
+        skimmed = skim(path, limits)
+    except Unreadable as problem:
         return _with_notes(blank, [f"The submitted file {problem}; it was graded as the blank notebook."])
 
-    cells = [c for c in (_rebuild(r) for r in raw_cells) if c is not None]
+    cells = [c for c in (_rebuild(r) for r in skimmed.cells) if c is not None]
     wanted = {_grade_id(c): c for c in source.cells if _grade_id(c)}
     claimed = {_grade_id(c) for c in cells} - {None}
     own = {gid for gid, c in wanted.items() if _exercise_cell(c)}
@@ -125,7 +157,7 @@ def prepare(path: Path, assignment: str, notebook_name: str) -> Prepared:
                 f"This is the notebook of another assignment ({other}), not of {assignment}: "
                 "submit the right notebook. It was graded as the blank notebook."])
 
-    notes = []
+    notes = _reading_notes(skimmed, limits, len(source.cells))
     last = {}
     for i, cell in enumerate(cells):
         gid = _grade_id(cell)
