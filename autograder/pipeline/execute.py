@@ -120,6 +120,20 @@ class _Client(NotebookClient):
                 return None
         return super().output(outs, msg, display_id, cell_index)
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.on_cell_executed = self._note_exit
+
+    def _note_exit(self, cell, cell_index, execute_reply) -> None:
+        # IPython's exit() answers the cell as done, then the kernel shuts down, often while
+        # the next cell runs: the reply's "ask_exit" payload says which cell asked for it
+        payload = (execute_reply or {}).get("content", {}).get("payload", [])
+        if any(isinstance(p, dict) and p.get("source") == "ask_exit" for p in payload):
+            self.__dict__.setdefault("_exits", set()).add(cell_index)
+
+    def asked_to_exit(self, cell_index: int) -> bool:
+        return cell_index in self.__dict__.get("_exits", set())
+
     def cut(self, cell_index: int) -> str | None:
         """Why the cell's output was cut, if it was: ``"after 1,000,000 characters"``."""
         return self.__dict__.get("_cut", {}).get(cell_index)
@@ -218,6 +232,9 @@ class SandboxedExecute(NbGraderPreprocessor):
                 faults[i] = ("stopped: the kernel died while running this cell (os._exit, "
                              "exit(), a crash, or the memory limit)")
             else:
+                if client.asked_to_exit(i):  # the kernel is on its way down: this cell, not the next
+                    faults[i] = "stopped: this cell asked the kernel to exit (exit() or quit())"
+                    raise _Restart()
                 if client.cut(i):
                     nb.cells[i].outputs.append(new_output(
                         "stream", name="stderr",
