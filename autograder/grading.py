@@ -76,8 +76,11 @@ class Result:
 
 
 def find_assignment(notebook: Path) -> str:
-    """The assignment (folder of ``solutions/``) holding a notebook of this name."""
+    """The assignment (folder of ``solutions/``) holding a notebook of this name; for a copy
+    under another name ("attention-Copy1.ipynb"), the assignment its folder is named after."""
     matches = sorted(p.parent.name for p in SOLUTIONS.glob(f"*/{notebook.name}"))
+    if not matches and (SOLUTIONS / notebook.resolve().parent.name).is_dir():
+        matches = [notebook.resolve().parent.name]
     if len(matches) != 1:
         known = ", ".join(sorted(p.parent.name + "/" + p.name for p in SOLUTIONS.glob("*/*.ipynb")))
         raise GradingError(f"cannot tell which assignment {notebook.name} belongs to "

@@ -41,6 +41,18 @@ def test_submit_json_and_nonzero_exit_below_full_marks(tmp_path):
     assert all(e["messages"] for e in result["exercises"])
 
 
+def test_submit_a_renamed_copy_in_its_assignments_folder(tmp_path):
+    """JupyterLab's "Duplicate" makes start_here-Copy1.ipynb beside the original: its folder
+    says which assignment it is."""
+    folder = tmp_path / "00_start_here"
+    folder.mkdir()
+    nb = folder / "start_here-Copy1.ipynb"
+    shutil.copyfile(SOLUTION, nb)
+    proc = run_cli("submit", str(nb))
+    assert proc.returncode == 0, proc.stderr
+    assert "4 / 4" in proc.stdout and (folder / "start_here-Copy1_feedback.html").is_file()
+
+
 def test_submit_unknown_notebook_says_what_to_do(tmp_path):
     nb = tmp_path / "mine.ipynb"
     shutil.copyfile(RELEASE, nb)
