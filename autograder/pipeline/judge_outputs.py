@@ -74,10 +74,14 @@ def verdict_outputs(verdict: Verdict) -> list:
                        execution_count=None)]
 
 
+def is_verdict(output) -> bool:
+    """Whether ``output`` is the score result ``verdict_outputs`` made (the verdict as data)."""
+    return output.get("output_type") == "execute_result" and VERDICT in output.get("data", {})
+
+
 def recorded_verdict(cell) -> dict | None:
     """The verdict ``JudgeOutputs`` put in an autograded graded cell, if any."""
-    return next((o.data[VERDICT] for o in cell.get("outputs", [])
-                 if o.get("output_type") == "execute_result" and VERDICT in o.get("data", {})), None)
+    return next((o.data[VERDICT] for o in cell.get("outputs", []) if is_verdict(o)), None)
 
 
 class JudgeOutputs(NbGraderPreprocessor):

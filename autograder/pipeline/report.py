@@ -22,12 +22,8 @@ from nbgrader.preprocessors import GetGrades
 
 from autograder.authoring import grade_id
 from autograder.exercises import get
-from autograder.pipeline.judge_outputs import VERDICT
+from autograder.pipeline.judge_outputs import is_verdict
 from autograder.pipeline.plan import recorded_exercise
-
-
-def _is_score(output) -> bool:
-    return output.get("output_type") == "execute_result" and VERDICT in output.get("data", {})
 
 
 class ReportGrades(GetGrades):
@@ -48,5 +44,5 @@ class ReportGrades(GetGrades):
                 answer = grade_id(exercise_id)
                 cell.metadata["autograder"] = {"exercise": exercise_id, "function": get(exercise_id).function,
                                                "answer": answer if answer in answers else None}
-                cell.outputs = [o for o in cell.get("outputs", []) if not _is_score(o)]
+                cell.outputs = [o for o in cell.get("outputs", []) if not is_verdict(o)]
         return nb, resources
