@@ -239,6 +239,9 @@ class _Attention(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dout, _):
         q, k, v, a = ctx.saved_tensors
+        # under CUDA autocast q, k, v and dout are bfloat16 while A (from exp) is float32: work
+        # in A's dtype; autograd casts each gradient back to its input's dtype
+        q, k, v, dout = (t.to(a.dtype) for t in (q, k, v, dout))
         da = dout @ v.transpose(-2, -1)  # (..., T_q, T_k)
         ds = a * (da - (da * a).sum(dim=-1, keepdim=True))
         dq = ds @ k * ctx.scale

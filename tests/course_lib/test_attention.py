@@ -201,6 +201,40 @@ def test_multi_head_module_matches_numpy_reference(rng):
         assert np.allclose(t.numpy(), r, rtol=1e-10, atol=1e-12)
 
 
+def test_custom_backward_takes_the_mixed_dtypes_of_autocast():
+    """Under CUDA autocast the matrix products give bfloat16 q, k, v and dout while the weights
+    A (exp, sum: float32 ops there) stay float32: the backward must not mix them in one product.
+    CPU autocast keeps A in bfloat16, so the mix is built by hand here; the CUDA test below
+    trains under autocast itself."""
+    gen = torch.Generator().manual_seed(0)
+    q, k, v, dout = (torch.randn(2, 6, 4, generator=gen) for _ in range(4))
+    mask = torch.from_numpy(att.causal_mask(6))
+    qb, kb, vb, db = (t.bfloat16().float() for t in (q, k, v, dout))  # the values autocast keeps
+    out, a = att.attention_torch(qb.requires_grad_(), kb.requires_grad_(), vb.requires_grad_(), mask)
+    expected = torch.autograd.grad(out, (qb, kb, vb), db)
+
+    class Ctx:
+        saved_tensors = (qb.bfloat16(), kb.bfloat16(), vb.bfloat16(), a)
+        scale = 4 ** -0.5
+    grads = att._Attention.backward(Ctx, db.bfloat16(), None)[:3]
+    for g, e in zip(grads, expected):
+        assert g.dtype == torch.float32 and torch.allclose(g, e, atol=1e-5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_gpt_trains_under_cuda_autocast():
+    from course_lib.transformer import GPT, GPTConfig
+    for flash in (False, True):
+        torch.manual_seed(0)
+        model = GPT(GPTConfig(65, block_size=64, d_model=64, n_heads=2, n_layers=2, flash=flash)).cuda()
+        x = torch.randint(0, 65, (4, 64), device="cuda")
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            _, loss = model(x, x)
+        loss.backward()
+        grads = [p.grad for p in model.parameters()]
+        assert all(g is not None and g.dtype == torch.float32 and g.isfinite().all() for g in grads)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_torch_path_runs_on_cuda(rng):
     q, k, v = (torch.randn(2, 8, 4, device="cuda", requires_grad=True) for _ in range(3))
