@@ -10,9 +10,12 @@ An attack that reaches the answer would score; each is written to use what it re
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import socket
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -28,7 +31,7 @@ from helpers import REPO, SOLUTIONS, grade
 SOLUTION = SOLUTIONS / "00_start_here" / "start_here.ipynb"
 MARKER = "agattack"  # in the command line of every process an attack starts
 CANARY = Path("/tmp/autograder-canary.txt")
-SITE = next(p for p in map(Path, __import__("sys").path) if p.name == "site-packages")
+SITE = next(p for p in map(Path, sys.path) if p.name == "site-packages")
 HONEST_SOFTMAX = ("def softmax(z, axis=-1):\n"
                   "    e = np.exp(z - np.max(z, axis=axis, keepdims=True))\n"
                   "    return e / np.sum(e, axis=axis, keepdims=True)\n")
@@ -353,3 +356,53 @@ def test_the_graders_helpers_in_a_learners_own_cells_cost_nothing(tmp_path, guar
         "import autograder.judge.verdict as j\nprint(j)"])
     softmax, jvp, result = graded(path)
     assert result.total == 4, [e.messages for e in result.exercises]
+
+
+# --- 5. the same score on a busy machine ------------------------------------------------------
+# An honest softmax that is slow once: its first call (the first graded case: the check cell,
+# a teaching cell, is not run when grading) spends 1.5 s of CPU time building something it
+# throws away, then answers right. The per-case limit is 5 s of CPU time; on a core shared with
+# three spinning processes, those 1.5 s take some 6 s on the clock.
+SLOW_HONEST_SOFTMAX = ("import time\nslow_first = [True]\n" + HONEST_SOFTMAX.replace(
+    "    e = ", "    if slow_first.pop() if slow_first else False:\n"
+               "        start = time.process_time()\n"
+               "        while time.process_time() - start < 1.5:\n"
+               "            sum(i * i for i in range(1000))\n"
+               "    e = ", 1))
+MEMORY_HUNGRY_JVP = FAULTS["memory growing until the limit"][0].replace("softmax(z, axis=-1)",
+                                                                       "softmax_jvp(s, g, axis=-1)")
+
+
+@contextlib.contextmanager
+def _a_busy_core():
+    """This process, and so the grader's kernel it starts, on one core kept busy by three
+    spinning processes, until the context ends. Each spins in a session of its own: Linux's
+    autogroup scheduler shares a core between sessions first, so spinners in the test's own
+    session would hardly slow the kernel. One core rather than all, so that tests running
+    beside this one (pytest-xdist) keep the others."""
+    cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cores)})
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True:\n    pass\n"], start_new_session=True)
+            for _ in range(3)]
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+        os.sched_setaffinity(0, cores)
+
+
+def test_a_busy_machine_gives_the_same_scores_and_messages(tmp_path, guarded):
+    """Graded once as it comes and once on a busy core: the limits count CPU time, so a slow but
+    honest answer keeps its marks and a memory-hungry one is told the same thing. (With the
+    limits on the clock, as before, the busy grading gave the slow answer 1.857 of 2 points.)"""
+    path = submission(tmp_path, softmax=SLOW_HONEST_SOFTMAX, jvp=MEMORY_HUNGRY_JVP)
+    idle = graded(path)
+    with _a_busy_core():
+        busy = graded(path)
+    for quiet, loaded in zip(idle[:2], busy[:2]):
+        assert (loaded.points, loaded.messages) == (quiet.points, quiet.messages)
+    softmax, jvp, _ = idle
+    assert softmax.points == 2, softmax.messages
+    assert jvp.points == 0 and says(jvp, "MemoryError"), jvp.messages
