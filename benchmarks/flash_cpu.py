@@ -1,7 +1,10 @@
 """Tiled attention (FlashAttention) on the CPU vs the textbook, autograd and SDPA paths.
 
-Forward + backward of causal attention on random (batch*heads, T, d_k) float32 inputs, the
-four paths taking turns in one process (``course_lib.timing.cpu_timings``). Prints the
+Forward + backward of causal attention on random (1, batch*heads, T, d_k) float32 inputs, the
+four paths taking turns in one process (``course_lib.timing.cpu_timings``). The baseline
+"sdpa" is ``F.scaled_dot_product_attention`` called as a model calls it, on 4-D inputs: on
+the CPU that is PyTorch's fused FlashAttention kernel (3-D inputs would take its unfused math
+pass, which holds the T x T weights). Prints the
 times, the speed-ups of the course's fastest path (the tiled one, or the textbook
 ``attention_torch`` where that is faster) over torch autograd and over
 ``F.scaled_dot_product_attention``, the peak memory of every path, and whether the goals
@@ -35,7 +38,8 @@ def main(argv=None):
     if args.threads:
         torch.set_num_threads(args.threads)
     print(f"cpu threads={torch.get_num_threads()} batch*heads={args.batch_heads} d_k={args.d_k} "
-          f"causal, float32, forward+backward, best of {args.repeats}")
+          f"causal, float32, forward+backward, best of {args.repeats}; sdpa = PyTorch's fused "
+          f"scaled_dot_product_attention on 4-D (B, n_heads, T, d_k) inputs")
     # other processes' threads make every path slower, the tiled one most (it runs many
     # medium-sized parallel ops, each waiting for its slowest thread): say how busy it was
     print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))

@@ -143,8 +143,11 @@ def cpu_timings(seq_lens, batch_heads=8, d_k=64, causal=True, repeats=3, dtype=t
 
     "textbook" (``attention_torch``: hand-derived backward, T x T weights kept), "autograd"
     (the same forward, torch autograd), "tiled" (``cpu.tiled_attention``) and "sdpa"
-    (``F.scaled_dot_product_attention``) run on the same random (batch_heads, T, d_k)
-    inputs, taking turns so a burst of load on a shared machine hits them all. Returns one
+    (``F.scaled_dot_product_attention``) run on the same random (1, batch_heads, T, d_k)
+    inputs, taking turns so a burst of load on a shared machine hits them all. The inputs are
+    4-D, (B, n_heads, T, d_k), as a model passes them: on the CPU, SDPA runs its fused
+    (FlashAttention) kernel only for 4-D inputs and falls back to the unfused math pass, which
+    holds the T x T weights, for 3-D ones. Returns one
     dict per T: the best of ``repeats`` timed runs after a warm-up, in seconds, under each
     name; the peak bytes under "<name>_bytes" (``peak_memory``, one more run); and the
     tiled path's speed-ups "vs_textbook", "vs_autograd", "vs_sdpa" (other time / tiled
@@ -153,7 +156,7 @@ def cpu_timings(seq_lens, batch_heads=8, d_k=64, causal=True, repeats=3, dtype=t
     rows = []
     for T in progress(seq_lens, desc="sequence lengths"):
         gen = torch.Generator().manual_seed(T)
-        q, k, v = (torch.randn(batch_heads, T, d_k, generator=gen, dtype=dtype).requires_grad_()
+        q, k, v = (torch.randn(1, batch_heads, T, d_k, generator=gen, dtype=dtype).requires_grad_()
                    for _ in range(3))
         paths = _paths(causal, T)
         times = {name: [] for name in paths}

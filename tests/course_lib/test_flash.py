@@ -280,3 +280,12 @@ def test_cpu_timings_rows():
         for name in ("textbook", "autograd", "tiled", "sdpa"):
             assert r[name] > 0 and r[f"{name}_bytes"] > 0
         assert r["vs_sdpa"] == r["sdpa"] / r["tiled"]
+
+
+def test_cpu_timings_measure_sdpas_fused_kernel():
+    """The SDPA a model calls: 4-D inputs, for which the CPU runs the fused kernel (0.8 MiB here).
+    3-D ones take the math pass, which keeps (T, T) arrays as the textbook pass does (6.2 MiB
+    against its 10)."""
+    [row] = timing.cpu_timings([512], batch_heads=2, d_k=16, repeats=1)
+    weights = 2 * 512 * 512 * 4  # one float32 (batch_heads, T, T) array: 2 MiB
+    assert row["textbook_bytes"] > weights > row["sdpa_bytes"], row
