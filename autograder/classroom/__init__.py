@@ -1,4 +1,6 @@
 """Grading a whole class, spread over processes or a Dask cluster [trusted]
 
-``grade`` finds the submissions and makes the tasks, ``jobs`` is what travels to a worker and back, ``worker`` grades one task at a time, ``pools`` spreads them over local
-processes or a Dask cluster, ``journal`` keeps every outcome until nbgrader's gradebook holds it."""
+``intake`` takes in what learners handed in (whose each notebook is; no link followed),
+``grade`` makes the tasks, ``jobs`` is what travels to a worker and back, ``worker`` grades one
+task at a time, ``pools`` spreads them over local processes or a Dask cluster, ``journal``
+keeps every outcome until nbgrader's gradebook holds it."""

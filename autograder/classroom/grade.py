@@ -2,8 +2,9 @@
 
 ``grade_class`` takes nbgrader's ``submitted/<student>/<assignment>/`` layout (what
 ``nbgrader collect`` makes), a flat folder of ``<student>.ipynb`` files, a folder of
-``<student>/<anything>.ipynb``, or a .zip of any of these. Each learner's file is copied
-unchanged into the course's ``submitted/``, prepared here (``submission.prepare``) and graded
+``<student>/<anything>.ipynb``, or a .zip of any of these (``intake.py``: whose each file is,
+and which it refuses). Each learner's file is copied unchanged into the course's
+``submitted/``, prepared here (``submission.prepare``) and graded
 by a worker (``worker.py``): one per ``--jobs`` here, or the workers of a Dask cluster
 (``pools.py``). Every kernel runs in its own sandbox; a submission past ``time_limit``
 seconds is stopped and reported, and the others go on. The instructor's process alone writes
@@ -18,8 +19,6 @@ from __future__ import annotations
 
 import statistics
 import sys
-import tempfile
-import zipfile
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,8 @@ from queue import Queue
 from tqdm import tqdm
 
 # Light imports only: the workers start before nbgrader and nbconvert are imported here.
-from autograder.classroom.journal import JOURNALLED, RECORDED, Journal, course_config, place_submission
+from autograder.classroom.intake import find_submissions, place_submission, read_timestamp, unpacked
+from autograder.classroom.journal import JOURNALLED, RECORDED, Journal, course_config
 from autograder.classroom.jobs import Outcome, Task, job_digest
 from autograder.paths import REPO, SOLUTIONS
 from autograder.pipeline.sandbox import isolation
@@ -36,30 +36,6 @@ from autograder.startup import quick_alembic_head
 from autograder.classroom.worker import GradingProcess
 
 TIME_LIMIT = 180.0  # seconds per submission: kernel start, every cell, judge and feedback
-
-
-def find_submissions(folder: Path, assignment: str, notebook: str) -> dict[str, list[Path]]:
-    """student id -> the notebooks found for them, for any of the accepted layouts.
-
-    nbgrader's layout may hold more than one notebook per learner: the assignment's own
-    name, when present, is the one graded.
-    """
-    found: dict[str, list[Path]] = {}
-    for nb in sorted(folder.rglob("*.ipynb")):
-        if ".ipynb_checkpoints" in nb.parts:
-            continue
-        rel = nb.relative_to(folder).parts
-        if len(rel) == 1:
-            student = nb.stem
-        elif len(rel) >= 3 and rel[-2] == assignment:
-            student = rel[-3]
-        else:
-            student = rel[0]
-        found.setdefault(student, []).append(nb)
-    if not found:
-        from autograder.pipeline.course import GradingError  # lazy: it imports nbgrader (see above)
-        raise GradingError(f"no notebooks found in {folder}")
-    return {s: [p for p in paths if p.name == notebook] or paths for s, paths in found.items()}
 
 
 @dataclass
@@ -132,14 +108,17 @@ def make_task(folder: Path, student: str, assignment: str, name: str) -> Task | 
     from autograder.pipeline.plan import submission_key
     from autograder.pipeline.submission import prepare
 
-    stamp = folder / "timestamp.txt"
     digest = job_digest(folder / name, assignment, name)
+    try:
+        timestamp = read_timestamp(folder)
+    except OSError as err:  # a link, a file too large, not a time: nothing of it goes further
+        return Outcome(student, digest, False, reason=f"not graded: {err}")
     try:
         prepared = prepare(folder / name, assignment, name)
     except Exception as err:  # a bug of ours must cost one submission, not the class
         return Outcome(student, digest, False, reason=f"grading failed: could not prepare it ({err})"[:1500])
     return Task(student, assignment, name, nbformat.writes(prepared.nb), prepared.notes, digest,
-                stamp.read_text().strip() if stamp.exists() else None, submission_key(prepared.nb))
+                timestamp, submission_key(prepared.nb))
 
 
 def grade_submissions(submissions: Path, assignment: str, course_root: Path = REPO, jobs: int = 2,
@@ -214,16 +193,13 @@ def _triage(submissions: Path, assignment: str, name: str, course_root: Path, jo
     run was killed in between) is recorded from the journal here, not graded again.
     """
     summary, todo = Summary(), []
-    with tempfile.TemporaryDirectory() as tmp:
-        if submissions.suffix == ".zip":
-            with zipfile.ZipFile(submissions) as zf:
-                zf.extractall(tmp)
-            submissions = Path(tmp)
-        for student, paths in find_submissions(submissions, assignment, name).items():
+    with unpacked(submissions) as folder:
+        found, summary.failed = find_submissions(folder, assignment, name)
+        for student, paths in found.items():
             folder = course_root / "submitted" / student / assignment
             if len(paths) > 1:
                 summary.failed.append(Outcome(student, "", False, reason="more than one notebook: "
-                                              + ", ".join(p.name for p in paths)))
+                                              + ", ".join(ascii(p.name) for p in paths)))
                 continue
             try:
                 place_submission(paths[0], folder / name, with_extras=paths[0].parent.name == assignment)

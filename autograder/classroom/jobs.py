@@ -40,6 +40,7 @@ class Outcome:
     feedback: str = ""         # nbgrader's HTML feedback
     notes: list[str] = field(default_factory=list)
     worker: str = ""           # host:parent pid>grading process pid
+    timestamp: str | None = None  # the task's (``intake.read_timestamp``), for the gradebook
 
 
 def job_digest(submission: Path, assignment: str, notebook: str) -> str:

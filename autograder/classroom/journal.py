@@ -19,6 +19,8 @@ or not at all.
 """
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import shutil
@@ -84,8 +86,15 @@ class Journal:
         return NEW, None
 
     def outcome(self, student: str) -> Outcome | None:
-        path = self.folder / f"{student}.json"
-        return Outcome(**json.loads(path.read_text())) if path.exists() else None
+        """The outcome journalled for ``student``; None for none, and for a file that is not
+        one whole outcome of theirs (cut short, or planted): that submission is graded again."""
+        try:
+            earlier = Outcome(**json.loads((self.folder / f"{student}.json").read_text()))
+        except FileNotFoundError:
+            return None
+        except (ValueError, TypeError):  # not JSON, not UTF-8, not an Outcome's fields
+            return None
+        return earlier if earlier.student == student and isinstance(earlier.digest, str) else None
 
     def keep(self, outcome: Outcome) -> None:
         """Step 1 for any outcome, then steps 2 and 3 for a graded one (see the module doc).
@@ -94,12 +103,15 @@ class Journal:
         in the journal by then, and a rerun records it (``record``)."""
         write_atomic(self.folder / f"{outcome.student}.json", json.dumps(asdict(outcome)))
         # and one line in the history: who was graded when, where, how long (one write: whole)
-        line = "\t".join([time.strftime("%Y-%m-%dT%H:%M:%S"), outcome.student, outcome.digest[:12],
-                          "graded" if outcome.ok else "failed", f"{outcome.seconds:.2f}",
-                          outcome.worker, (outcome.reason or "").replace("\n", " ")]) + "\n"
+        # (tab-separated, quoted where a field holds a tab or a quote: a reason may name a file)
+        line = io.StringIO()
+        csv.writer(line, delimiter="\t", lineterminator="\n").writerow([
+            time.strftime("%Y-%m-%dT%H:%M:%S"), outcome.student, outcome.digest[:12],
+            "graded" if outcome.ok else "failed", f"{outcome.seconds:.2f}", outcome.worker,
+            " ".join((outcome.reason or "").splitlines())])
         fd = os.open(self.folder / "history.tsv", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line.encode())
+            os.write(fd, line.getvalue().encode())
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -111,7 +123,9 @@ class Journal:
 
         The submission's other files in ``submitted/`` (``timestamp.txt``,
         ``submission_secret.txt``, which ``nbgrader release_feedback`` needs) go beside the
-        autograded notebook and the feedback, as nbgrader's own commands do.
+        autograded notebook and the feedback, as nbgrader's own commands do; links are not
+        followed (``release_feedback`` hands every ``.html`` there to the learner), and the
+        notebook and the feedback are written last, over any file of the learner's so named.
         """
         submitted = self.course_root / "submitted" / outcome.student / self.assignment
         stem = Path(self.notebook).stem
@@ -120,16 +134,18 @@ class Journal:
             dest = self.course_root / folder / outcome.student / self.assignment
             dest.mkdir(parents=True, exist_ok=True)
             for extra in submitted.iterdir() if submitted.is_dir() else ():
-                if extra.is_file() and extra.suffix != ".ipynb":
+                if extra.is_file() and not extra.is_symlink() and extra.suffix != ".ipynb":
                     write_atomic(dest / extra.name, extra.read_bytes())
             write_atomic(dest / name, text)
-        _save_grades(self.course_root, self.assignment, stem, outcome, _timestamp(submitted), self.config)
+        _save_grades(self.course_root, self.assignment, stem, outcome, self.config)
         write_atomic(self.folder / f"{outcome.student}.done", outcome.digest)
 
     def history(self) -> list[list[str]]:
         path = self.folder / "history.tsv"
-        lines = path.read_text().splitlines() if path.exists() else []
-        return [line.split("\t") for line in lines]
+        if not path.exists():
+            return []
+        with path.open(newline="") as f:
+            return list(csv.reader(f, delimiter="\t"))
 
     def log(self) -> Path:
         return self.folder / "workers.log"
@@ -151,12 +167,7 @@ def course_config(course_root: Path):
     return config
 
 
-def _timestamp(submitted: Path) -> str | None:
-    path = submitted / "timestamp.txt"
-    return path.read_text().strip() or None if path.exists() else None
-
-
-def _save_grades(course_root, assignment, stem, outcome: Outcome, timestamp, config) -> None:
+def _save_grades(course_root, assignment, stem, outcome: Outcome, config) -> None:
     """What nbgrader's autograde saves (student, submission, scores, comments, late
     penalty), with one commit at the end instead of one per cell."""
     # lazy: nbgrader, as in course_config
@@ -185,8 +196,8 @@ def _save_grades(course_root, assignment, stem, outcome: Outcome, timestamp, con
                 for cell in nb.task_cells:
                     Grade(cell_id=cell.id, notebook=snb)
             db.add(submission)
-        if timestamp:
-            submission.timestamp = utils.parse_utc(timestamp)
+        if outcome.timestamp:
+            submission.timestamp = utils.parse_utc(outcome.timestamp)
         db.flush()
         notebook = next(nb for nb in submission.notebooks if nb.name == stem)
         for grade in notebook.grades:
@@ -205,18 +216,3 @@ def _save_grades(course_root, assignment, stem, outcome: Outcome, timestamp, con
             if penalty is not None:
                 notebook.late_submission_penalty = late._check_late_penalty(notebook, penalty)
         db.commit()
-
-
-def place_submission(source: Path, dest: Path, with_extras: bool) -> None:
-    """Copy a learner's file into ``submitted/`` unchanged (nbgrader's hashes depend on it).
-
-    ``with_extras``: ``source`` sits in nbgrader's layout, whose ``timestamp.txt`` and
-    submission secret come along.
-    """
-    if source.resolve() == dest.resolve():
-        return
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(dest, source)
-    for name in ("timestamp.txt", "submission_secret.txt") if with_extras else ():
-        if (source.parent / name).is_file():
-            write_atomic(dest.parent / name, (source.parent / name).read_bytes())

@@ -96,7 +96,7 @@ def grade_task(task: Task) -> Outcome:
                                                  task.student, task.notebook, task.timestamp)
         outcome = Outcome(task.student, task.digest, True, scores=graded.scores,
                           comments=graded.comments, autograded=graded.autograded,
-                          feedback=graded.feedback, notes=task.notes)
+                          feedback=graded.feedback, notes=task.notes, timestamp=task.timestamp)
     except Exception as err:  # a worker's bug must cost one submission, not the class
         detail = traceback.format_exception_only(type(err), err)[-1].strip()
         outcome = Outcome(task.student, task.digest, False, reason=f"grading failed: {detail[:1500]}")
