@@ -1,16 +1,26 @@
 """Who sees what in JupyterLab: the learner's configuration that the set-up installs, and the
-instructor's overrides, read back through Jupyter's own configuration readers."""
+instructor's overrides, read back through Jupyter's own configuration readers; and the Validate
+handler against a request that names what it must not grade (issue 23), in a real Jupyter server.
+(Validate grading a notebook from Lab's button: tests/notebooks/test_jupyterlab.py.)"""
 import json
+import os
 import shutil
+import socket
+import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
+from urllib.parse import quote
 
+import pytest
 from jupyter_server.extension.config import ExtensionConfigManager
 from jupyter_server.services.config.manager import ConfigManager
 
 from autograder.lab import (INSTRUCTOR_LAB_PLUGINS, INSTRUCTOR_SERVER_EXTENSIONS, LAB_CONFIG_D,
                             SERVER_CONFIG_D, instructor_mode, set_instructor_mode)
-from helpers import REPO
+from helpers import NOTEBOOKS, REPO, SOLUTIONS
 
 LEARNER = {SERVER_CONFIG_D: REPO / "jupyter-config" / "server" / "transformer_course.json",
            LAB_CONFIG_D: REPO / "jupyter-config" / "lab" / "transformer_course.json"}
@@ -68,3 +78,90 @@ def test_saved_widgets_reopen_and_exports_stay_offline():
     assert cli == server
     order = cli["display_data_priority"]
     assert order.index("text/html") < order.index("application/vnd.jupyter.widget-view+json")
+
+
+# --- the Validate handler, attacked --------------------------------------------------------------
+TOKEN = "learner-token"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A Jupyter server with the learner's configuration and a token, serving a folder in which
+    an attacker left links out of it, a FIFO named like a course notebook and a folder named
+    like one; beside it, outside, a course notebook."""
+    tmp = tmp_path_factory.mktemp("served")
+    root, outside = tmp / "home", tmp / "outside"
+    root.mkdir()
+    outside.mkdir()
+    shutil.copyfile(NOTEBOOKS / "00_start_here" / "start_here.ipynb", outside / "start_here.ipynb")
+    (root / "link.ipynb").symlink_to(outside / "start_here.ipynb")
+    (root / "inner").mkdir()
+    (root / "inner" / "up").symlink_to(outside, target_is_directory=True)
+    os.mkfifo(root / "start_here.ipynb")
+    (root / "attention.ipynb").mkdir()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("jupyter")), "server", "--no-browser", "--allow-root",
+         f"--port={port}", "--ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}",
+         f"--ServerApp.root_dir={root}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "JUPYTER_CONFIG_DIR": str(tmp / ".jupyter"), "JUPYTER_RUNTIME_DIR": str(tmp / "run")})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("the Jupyter server did not start within 60 s")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def _validate(url: str, path: str, token: str | None = TOKEN) -> tuple[int, dict | None]:
+    """(HTTP status, reply) of a POST to the Validate URL, as Lab's button makes it."""
+    request = urllib.request.Request(f"{url}/assignments/validate?path={quote(path)}", method="POST",
+                                     data=b"", headers={"Authorization": f"token {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as reply:
+            return reply.status, json.load(reply)
+    except urllib.error.HTTPError as err:
+        return err.code, None
+
+
+OUTSIDE = {
+    "an absolute path": "/etc/passwd",
+    "the instructor's solution, absolute": str(SOLUTIONS / "00_start_here" / "start_here.ipynb"),
+    "up and out": "../outside/start_here.ipynb",
+    "in and up and out": "inner/../../outside/start_here.ipynb",
+    "a link to a notebook outside": "link.ipynb",
+    "a linked folder": "inner/up/start_here.ipynb",
+}
+
+
+def test_validate_grades_nothing_outside_the_served_folder(served):
+    """Each path names a notebook (or a file) outside the folder the server serves, directly or
+    through a link the learner made: refused before anything is graded or read."""
+    for name, path in OUTSIDE.items():
+        assert _validate(served, path) == (403, None), name
+
+
+def test_validate_answers_a_fifo_or_a_folder_named_like_a_notebook_at_once(served):
+    """A FIFO named ``start_here.ipynb`` would block whoever opens it, forever; a folder named
+    ``attention.ipynb`` is no notebook. Both are answered as not gradable, quickly."""
+    for path in ("start_here.ipynb", "attention.ipynb"):
+        status, reply = _validate(served, path)
+        assert status == 200 and reply["success"] is False and "no such notebook" in reply["value"], reply
+
+
+def test_validate_needs_the_servers_token(served):
+    """Another page or user on the machine cannot make the learner's server grade (and run)
+    a notebook: without the server's token, or with another, the request is refused."""
+    for token in (None, "guessed"):
+        assert _validate(served, "start_here.ipynb", token) == (403, None), token
