@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import socket
 import subprocess
 import sys
 import threading
+from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
@@ -26,6 +28,7 @@ from nbformat.v4 import new_code_cell
 
 from autograder.exercises import get
 from autograder.pipeline.plan import secret_key, secret_path
+from autograder.grading import grade_notebook
 from helpers import REPO, SOLUTIONS, grade
 
 SOLUTION = SOLUTIONS / "00_start_here" / "start_here.ipynb"
@@ -406,3 +409,70 @@ def test_a_busy_machine_gives_the_same_scores_and_messages(tmp_path, guarded):
     softmax, jvp, _ = idle
     assert softmax.points == 2, softmax.messages
     assert jvp.points == 0 and says(jvp, "MemoryError"), jvp.messages
+
+
+# --- 5. what the learner's text and metadata reach: the report, the grade cells (issue 23) --------
+LOUD = ("<img src=x onerror=alert(1)> [y](javascript:alert(2)) $\\href{javascript:alert(3)}{x}$ "
+        "<script>alert(4)</script> \x1b[31m")
+
+
+def test_a_learners_error_text_is_shown_as_text_in_the_report(tmp_path, guarded):
+    """The function raises an exception whose message is HTML, a markdown link, a formula with
+    ``\\href`` and a terminal escape: the verdict quotes it, and the report shows it as text."""
+    path = submission(tmp_path, softmax=f"def softmax(z, axis=-1):\n    raise ValueError({LOUD!r})\n")
+    result = grade_notebook(path, feedback_to=tmp_path / "report.html")
+    softmax, jvp = result.by_id("warmup.softmax"), result.by_id("warmup.softmax_jvp")
+    assert (softmax.points, jvp.points, result.max_total) == (0, 2, 4), softmax.messages
+    assert says(softmax, "ValueError", "<img src=x onerror=alert(1)>"), softmax.messages
+    page = (tmp_path / "report.html").read_text()
+    assert "ValueError: &lt;img src=x onerror=alert(1)&gt; [y](javascript:alert(2))" in page
+    tags = _Tags()
+    tags.feed(page)
+    assert not [a for a in tags.attributes if "javascript:" in (a[1] or "") or a[0].startswith("on")]
+    assert ("img", "src", "x") not in tags.found and not any("alert(" in s for s in tags.scripts)
+
+
+class _Tags(HTMLParser):
+    """Every (tag, attribute, value) and every script's text of a page, as a browser parses it."""
+
+    def __init__(self):
+        super().__init__()
+        self.found, self.attributes, self.scripts, self._in_script = set(), [], [], False
+
+    def handle_starttag(self, tag, attrs):
+        self.found |= {(tag, name, value) for name, value in attrs}
+        self.attributes += attrs
+        self._in_script = tag == "script"
+
+    def handle_data(self, data):
+        if self._in_script:
+            self.scripts.append(data)
+
+
+def _tamper(nb):
+    """Unlock the softmax's graded cell (a bogus checksum, 100 points) and make it print a full
+    score; make the learner's own cell a graded one worth 100; give a markdown cell the other
+    graded cell's metadata; ask for a bash kernel and claim another assignment."""
+    by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
+    graded = by_id["grade_warmup_softmax"]
+    graded.metadata["nbgrader"].update(locked=False, checksum="0" * 32, points=100)
+    graded.source = 'print("warmup.softmax: 2 / 2 points")\n2.0'
+    by_id["warmup_softmax"].metadata["nbgrader"].update(grade=True, points=100, locked=True)
+    claim = {**by_id["grade_warmup_softmax_jvp"].metadata["nbgrader"], "points": 100}
+    nb.cells.insert(nb.cells.index(by_id["grade_warmup_softmax_jvp"]),
+                    nbformat.v4.new_markdown_cell("2.0", metadata={"nbgrader": claim}))
+    nb.metadata.kernelspec = {"name": "bash", "display_name": "Bash", "language": "bash"}
+    nb.metadata["nbgrader"] = {"assignment": "02_attention"}
+
+
+def test_tampered_nbgrader_metadata_and_cell_ids_change_no_score(tmp_path, guarded):
+    """``_tamper``, and every cell given the graded cell's id: the metadata is the assignment's,
+    the graded cell's source is restored, the kernel is the sandbox's, and the score is the code's."""
+    path = submission(tmp_path, softmax="def softmax(z, axis=-1):\n    return z\n", edit=_tamper)
+    raw = json.loads(path.read_text())  # nbformat.write makes ids unique: the file, as a learner can
+    for cell in raw["cells"]:
+        cell["id"] = "grade_warmup_softmax"
+    path.write_text(json.dumps(raw))
+    softmax, jvp, result = graded(path)
+    assert (softmax.points, jvp.points, result.max_total) == (0, 2, 4), softmax.messages
+    assert not says(softmax, "2 / 2 points"), softmax.messages
