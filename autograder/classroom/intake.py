@@ -1,4 +1,4 @@
-"""What a class hands in, taken in as the learners made it: whose each notebook is, copied without following a link [trusted]
+"""What a class hands in, taken in: whose each notebook is, read without following a link [trusted]
 
 Everything below the folder ``autograder grade`` is given was made by learners: their file
 and folder names, what is inside their folders (nbgrader's ``submit`` copies a learner's
@@ -58,14 +58,15 @@ def unpacked(submissions: Path):
 
 
 def _inside_submitted(folder: Path) -> Path:
-    entries = list(folder.iterdir())
+    entries = list(folder.iterdir()) if folder.is_dir() else []  # none: "no notebooks found"
     only = entries[0] if len(entries) == 1 else None
     if only and only.name == "submitted" and only.is_dir() and not only.is_symlink():
         return only
     return folder
 
 
-def find_submissions(folder: Path, assignment: str, notebook: str) -> tuple[dict[str, list[Path]], list[Outcome]]:
+def find_submissions(folder: Path, assignment: str,
+                     notebook: str) -> tuple[dict[str, list[Path]], list[Outcome]]:
     """(student id -> the notebooks found for them, the submissions refused and why) in
     ``folder``, a resolved path (``unpacked``).
 

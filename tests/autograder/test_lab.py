@@ -107,7 +107,8 @@ def served(tmp_path_factory):
          f"--port={port}", "--ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}",
          f"--ServerApp.root_dir={root}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "JUPYTER_CONFIG_DIR": str(tmp / ".jupyter"), "JUPYTER_RUNTIME_DIR": str(tmp / "run")})
+        env={**os.environ, "JUPYTER_CONFIG_DIR": str(tmp / ".jupyter"),
+             "JUPYTER_RUNTIME_DIR": str(tmp / "run")})
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(120):

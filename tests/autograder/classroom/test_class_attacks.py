@@ -176,8 +176,8 @@ def test_the_history_keeps_one_row_per_outcome_whatever_its_reason_says(tmp_path
     for n, reason in enumerate(reasons):
         journal.keep(Outcome(f"s{n}", f"d{n}", False, reason=reason, worker="host:1>2"))
     rows = journal.history()
-    assert [row[1:] for row in rows] == [[f"s{n}", f"d{n}", "failed", "0.00", "host:1>2", " ".join(r.splitlines())]
-                                         for n, r in enumerate(reasons)]
+    assert [row[1:] for row in rows] == [
+        [f"s{n}", f"d{n}", "failed", "0.00", "host:1>2", " ".join(r.splitlines())] for n, r in enumerate(reasons)]
 
 
 def test_a_learners_extra_files_cannot_replace_the_feedback_or_carry_a_link(tmp_path, monkeypatch):
