@@ -411,7 +411,7 @@ def test_a_busy_machine_gives_the_same_scores_and_messages(tmp_path, guarded):
     assert jvp.points == 0 and says(jvp, "MemoryError"), jvp.messages
 
 
-# --- 5. what the learner's text and metadata reach: the report, the grade cells (issue 23) --------
+# --- 6. what the learner's text and metadata reach: the report, the grade cells -------------
 LOUD = ("<img src=x onerror=alert(1)> [y](javascript:alert(2)) $\\href{javascript:alert(3)}{x}$ "
         "<script>alert(4)</script> \x1b[31m")
 
