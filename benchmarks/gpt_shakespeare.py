@@ -20,7 +20,12 @@ and for both runs); evaluation is left out of the training clock and reported se
 Printed: the training time at which each run first reaches the target loss, their ratio,
 final losses (also on the whole validation split), and a profile of one training step.
 
-    python benchmarks/gpt_shakespeare.py [--quick] [--device cuda] [--threads 2]
+With ``--nanogpt PATH`` (a clone of github.com/karpathy/nanoGPT; or $NANOGPT) nanoGPT's own
+``model.py`` runs the baseline recipe too, in the same loop and on the same batches, and is
+the anchor of the ratios: the course's GPT against it per step, the fast setup against it to
+the target loss. Without it the baseline is the course's GPT alone, and the output says so.
+
+    python benchmarks/gpt_shakespeare.py [--quick] [--device cuda] [--threads 2] [--nanogpt PATH]
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+import nanogpt  # benchmarks/nanogpt.py
 from course_lib.scaling_runs import FAST_RECIPE
 from course_lib.tokenize import CharTokenizer
 from course_lib.train import (evaluate, evaluate_batches, get_batch, make_optimizer,
@@ -60,12 +66,18 @@ def build(setup, vocab_size, device, seed=0):
     return GPT(GPTConfig(vocab_size, block_size=BLOCK, **setup["model"])).to(device)
 
 
+def non_embedding_params(model) -> int:
+    """Parameters outside the embedding tables (Kaplan et al.'s N), for either model."""
+    tables = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
+    return sum(p.numel() for p in model.parameters() if id(p) not in tables)
+
+
 class Run:
     """One setup's training loop (``train_steps``), driven a turn at a time."""
 
-    def __init__(self, name, setup, vocab_size, train_ids, device):
+    def __init__(self, name, setup, vocab_size, train_ids, device, model=None):
         self.name, self.setup = name, setup
-        self.model = build(setup, vocab_size, device)
+        self.model = (model or build(setup, vocab_size, device)).to(device)
         kwargs = {k: v for k, v in setup.items() if k != "model"}
         self.loop = train_steps(self.model, train_ids, block_size=BLOCK, device=device, **kwargs)
         self.tokens_per_step = setup["batch_size"] * BLOCK
@@ -174,6 +186,8 @@ def main(argv=None):
     parser.add_argument("--eval-tokens", type=int, default=38_400,
                         help="training tokens between evaluations (50 baseline steps)")
     parser.add_argument("--no-profile", action="store_true")
+    parser.add_argument("--nanogpt", type=Path, help="folder holding nanoGPT's model.py "
+                        "(default: $NANOGPT): its own model joins the race")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -196,8 +210,17 @@ def main(argv=None):
     batches = val_batches(val_ids, EVAL_ITERS, EVAL_BATCH, BLOCK, args.device, seed=1337)
     runs = [Run("baseline", baseline, vocab_size, train_ids, args.device),
             Run("fast", fast, vocab_size, train_ids, args.device)]
+    module = nanogpt.find(args.nanogpt)
+    if module:  # nanoGPT's own model on the baseline recipe, trained by the same loop
+        runs.insert(0, Run("nanogpt", baseline, vocab_size, train_ids, args.device,
+                           nanogpt.build(module, vocab_size, BLOCK, **{
+                               "n_layers": 4, "n_heads": 4, "d_model": 128, **baseline["model"]})))
+        print("nanoGPT's own model.py runs the baseline recipe beside the course's GPT")
+    else:
+        print("no nanoGPT given (--nanogpt PATH or $NANOGPT): the baseline is the course's GPT "
+              "with nanoGPT's sizes and recipe")
     for r in runs:
-        print(f"{r.name}: {r.model.n_params(non_embedding=True):,} non-embedding parameters, "
+        print(f"{r.name}: {non_embedding_params(r.model):,} non-embedding parameters, "
               f"{r.tokens_per_step} tokens per step, {r.setup['steps']} steps")
     print(f"\n-- training, in turns of {args.eval_tokens:,} tokens --")
     race(runs, batches, args.eval_tokens)
@@ -216,11 +239,14 @@ def main(argv=None):
         print(f"{r.name:<10}{hit:>18}{r.hit[0] if r.hit else '-':>9}"
               f"{r.hit[1] if r.hit else '-':>11}{r.curve[-1][2]:>15.3f}{full:>17.3f}"
               f"{r.train_s:>9.1f}{r.eval_s:>8.1f}{1e3 * r.train_s / r.step:>9.1f}")
-    base, quick = runs
-    if base.hit and quick.hit:
-        print(f"\ntime to val loss {TARGET}: fast / baseline = {quick.hit[2]:.1f} s / "
-              f"{base.hit[2]:.1f} s = {quick.hit[2] / base.hit[2]:.2f} "
-              f"({base.hit[2] / quick.hit[2]:.2f}x faster)")
+    anchor, base, quick = runs[0], runs[-2], runs[-1]  # anchor: nanoGPT's model, else baseline
+    if anchor is not base:
+        per_step = (base.train_s / base.step) / (anchor.train_s / anchor.step)
+        print(f"\ntime per step, same recipe: course's GPT / nanoGPT's = {per_step:.2f}")
+    if anchor.hit and quick.hit:
+        print(f"\ntime to val loss {TARGET}: fast / {anchor.name} = {quick.hit[2]:.1f} s / "
+              f"{anchor.hit[2]:.1f} s = {quick.hit[2] / anchor.hit[2]:.2f} "
+              f"({anchor.hit[2] / quick.hit[2]:.2f}x faster)")
     else:
         print(f"\nno ratio: a run did not reach val loss {TARGET}")
     print(f"whole process: {time.perf_counter() - process_start:.0f} s")

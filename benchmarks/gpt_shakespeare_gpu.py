@@ -30,13 +30,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
+import nanogpt  # benchmarks/nanogpt.py
 from course_lib.tokenize import CharTokenizer
 from course_lib.train import get_batch, lr_at, make_optimizer, val_batches
 from course_lib.transformer import GPT, GPTConfig
@@ -62,29 +62,11 @@ def course_model(vocab_size, r, flash):
     return model, lambda m, fused: make_optimizer(m, r["lr"], r["weight_decay"], r["betas"], fused)
 
 
-def nanogpt_model(vocab_size, r, folder):
-    sys.path.insert(0, str(folder))
-    try:
-        import model as nanogpt  # nanoGPT's model.py
-    finally:
-        sys.path.pop(0)
-    torch.manual_seed(0)
-    cfg = nanogpt.GPTConfig(block_size=r["block"], vocab_size=vocab_size, n_layer=r["n_layers"],
-                            n_head=r["n_heads"], n_embd=r["d_model"], dropout=r["dropout"],
-                            bias=False)
-    with contextlib.redirect_stdout(None):  # it prints its parameter count and optimiser groups
-        model = nanogpt.GPT(cfg)
-
-    def optimizer(m, fused):
-        with contextlib.redirect_stdout(None):
-            return m.configure_optimizers(r["weight_decay"], r["lr"], r["betas"],
-                                          "cuda" if fused else "cpu")
-    return model, optimizer
-
-
-def contiguous(batch):
-    """(x, y) with y laid out densely: nanoGPT's loss ``view``s the targets."""
-    return tuple(t.contiguous() for t in batch)
+def nanogpt_model(vocab_size, r, module):
+    model = nanogpt.build(module, vocab_size, r["block"], r["n_layers"], r["n_heads"],
+                          r["d_model"], r["dropout"])
+    return model, lambda m, fused: nanogpt.optimizer(m, r["weight_decay"], r["lr"], r["betas"],
+                                                     "cuda" if fused else "cpu")
 
 
 class Run:
@@ -112,8 +94,7 @@ class Run:
             for group in self.opt.param_groups:
                 group["lr"] = lr_at(self.step, self.r["lr"], self.r["steps"], self.r["warmup"],
                                     self.r["min_lr"])
-            x, y = contiguous(get_batch(train_ids, self.r["batch"], self.r["block"], self.rng,
-                                        self.device))
+            x, y = get_batch(train_ids, self.r["batch"], self.r["block"], self.rng, self.device)
             with self.autocast():
                 _, loss = self.model(x, y)
             self.opt.zero_grad(set_to_none=True)
@@ -144,7 +125,8 @@ class Run:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nanogpt", type=Path, help="folder holding nanoGPT's model.py")
+    parser.add_argument("--nanogpt", type=Path, help="folder holding nanoGPT's model.py "
+                        "(default: $NANOGPT)")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--flash", action="store_true", help="the course's GPT with flash=True")
@@ -176,13 +158,12 @@ def main(argv=None):
           f"recipe: {r}")
     runs = [Run("course" + (" (flash)" if args.flash else ""), *course_model(vocab_size, r, args.flash),
                 r, device, autocast)]
-    if args.nanogpt:
-        runs.insert(0, Run("nanogpt", *nanogpt_model(vocab_size, r, args.nanogpt), r, device,
-                           autocast))
+    module = nanogpt.find(args.nanogpt)
+    if module:
+        runs.insert(0, Run("nanogpt", *nanogpt_model(vocab_size, r, module), r, device, autocast))
     else:
-        print("no --nanogpt folder given: only the course's model runs, no ratio")
-    batches = [contiguous(b) for b in val_batches(val_ids, args.eval_iters, r["batch"], r["block"],
-                                                  device, seed=1337)]
+        print("no nanoGPT given (--nanogpt PATH or $NANOGPT): only the course's model runs")
+    batches = val_batches(val_ids, args.eval_iters, r["batch"], r["block"], device, seed=1337)
     print(f"{'run':<16}{'step':>6}{'train s':>9}{'val loss':>10}{'ms/step':>9}", flush=True)
     while not all(run.done(args.time_limit) for run in runs):
         for run in runs:

@@ -42,8 +42,9 @@ def get_batch(ids: np.ndarray, batch_size: int, block_size: int, rng: np.random.
         raise ValueError(f"{len(ids)} tokens cannot hold a window of {block_size} + 1")
     start = rng.integers(0, len(ids) - block_size, size=batch_size)  # high is exclusive
     window = start[:, None] + np.arange(block_size + 1)  # (B, T+1)
-    chunk = torch.from_numpy(np.asarray(ids)[window]).to(device or default_device())
-    return chunk[:, :-1], chunk[:, 1:]
+    x, y = (torch.from_numpy(np.asarray(ids)[w]).to(device or default_device())
+            for w in (window[:, :-1], window[:, 1:]))  # each laid out densely: a model may view it
+    return x, y
 
 
 @torch.no_grad()
