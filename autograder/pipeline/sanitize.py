@@ -37,7 +37,7 @@ attributes: no scripts, styles, frames, forms or event handlers, and no ``class`
 formulas it allows MathML's layout elements and attributes too (``mathml.TAGS`` and
 ``mathml.ATTRIBUTES``: none names a URL). URLs keep only the schemes http, https and mailto,
 or are relative (``#anchor`` too); ``data:`` only as an image's source and only PNG, JPEG or
-GIF. ammonia reads a URL's scheme as a browser does (entities decoded, tabs and newlines
+GIF, and an image only from such a URL: the page loads nothing the learner points it to. ammonia reads a URL's scheme as a browser does (entities decoded, tabs and newlines
 dropped, case folded), so a disguised ``javascript:`` is still one and goes.
 """
 from __future__ import annotations
@@ -61,16 +61,22 @@ NOT_SHOWN = "<div><p><em>[This markdown cell is not shown: the grader could not 
 
 
 def _inline_images_only(element: str, attribute: str, value: str) -> str | None:
-    """ammonia's last word on an attribute it kept: a ``data:`` URL only as a PNG/JPEG/GIF image.
+    """ammonia's last word on an attribute it kept: a ``data:`` URL only as a PNG/JPEG/GIF
+    image, and an image only from such a URL.
 
     ``data`` is among the allowed schemes so that images survive; any other ``data:`` goes
-    here. The value is read as a browser's URL parser starts (leading and trailing controls
-    and spaces stripped, tabs and newlines dropped, case folded), so ``" DaTa:"`` is caught.
+    here. An image from anywhere else (``https:``, ``//host``, a relative path) would be
+    fetched by the page as it opens, with no click: a tracking pixel that tells the learner
+    when the instructor reads, or a GET request to the formgrader's own server in the
+    instructor's name. Its ``src`` goes; its ``alt`` text stays. The value is read as a
+    browser's URL parser starts (leading and trailing controls and spaces stripped, tabs and
+    newlines dropped, case folded), so ``" DaTa:"`` is caught.
     """
     url = value.strip(C0_AND_SPACE).translate({ord(c): None for c in "\t\n\r"}).lower()
-    if not url.startswith("data:"):
-        return value
-    return value if element == "img" and attribute == "src" and url.startswith(INLINE_IMAGES) else None
+    inline_image = element == "img" and attribute == "src" and url.startswith(INLINE_IMAGES)
+    if element == "img" and attribute == "src" or url.startswith("data:"):
+        return value if inline_image else None
+    return value
 
 
 CLEANER = nh3.Cleaner(

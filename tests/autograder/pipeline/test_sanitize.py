@@ -24,7 +24,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_output, new_raw_ce
 from autograder.pipeline.feedback import FeedbackExporter
 from autograder.pipeline.mathml import markdown_to_html
 from autograder.pipeline.plan import GRADED
-from autograder.pipeline.sanitize import NOT_SHOWN, SanitizeOutputs, markdown_as_html
+from autograder.pipeline.sanitize import NOT_SHOWN, SanitizeOutputs, clean, markdown_as_html
 
 from helpers import SOLUTIONS
 
@@ -300,6 +300,19 @@ def test_safe_links_and_images_survive(pages):
             for href, text in (("https://example.org", "web"), ("other.ipynb", "next"), ("#anchor", "up")):
                 assert re.search(f'<a href="{re.escape(href)}"[^>]*>{text}-{place}</a>', html), (template, href, place)
         assert html.count(f'src="data:image/png;base64,{DOT}"') == 2, template
+
+
+def test_a_learners_image_makes_the_page_load_nothing_from_elsewhere():
+    """No tracking pixel, no GET to the formgrader's server as the page opens: only an inline
+    image keeps its source; the others keep their alt text."""
+    away = ["https://tracker.example/p.png", "//tracker.example/p.gif", "/formgrader/api/x",
+            "other.png", " HTTPS://tracker.example/p.png", "data:image/svg+xml,<svg/>"]
+    for url in away:
+        for html in (markdown_as_html(new_markdown_cell(f"![pixel-{len(url)}]({url})")),
+                     clean(f'<img src="{url}" alt="pixel-{len(url)}">')):
+            assert "src=" not in html and f'alt="pixel-{len(url)}"' in html, html
+    inline = f"data:image/png;base64,{DOT}"
+    assert f'src="{inline}"' in clean(f'<img src="{inline}">')
 
 
 def test_the_courses_own_cells_are_left_as_they_are(sanitized):
