@@ -18,11 +18,11 @@ from time import monotonic
 import nbformat
 
 from autograder.config import SOLUTIONS
-from autograder.pipeline.course import Graded, GradingError, ScratchCourse
+from autograder.pipeline.course import Graded, GradingError, SandboxError, ScratchCourse
 from autograder.pipeline.execute import SandboxedExecute
 from autograder.pipeline.judge_outputs import recorded_verdict
 from autograder.pipeline.plan import recorded_exercise
-from autograder.pipeline.sandbox import isolation
+from autograder.pipeline.sandbox import isolation, may_fall_back, unisolated
 from autograder.pipeline.submission import prepare
 
 STUDENT = "learner"
@@ -138,7 +138,10 @@ def run_budget(reading: float) -> int:
 
 def grade_notebook(notebook: str | Path, assignment: str | None = None,
                    feedback_to: str | Path | None = None) -> Result:
-    """Autograde one notebook; write nbgrader's HTML feedback to ``feedback_to`` if given."""
+    """Autograde one notebook; write nbgrader's HTML feedback to ``feedback_to`` if given.
+
+    Where the sandbox cannot start a kernel, the notebook is graded without it, as on a machine
+    without bubblewrap, and a note says why (unless ``AUTOGRADER_ISOLATION=required``)."""
     notebook = Path(notebook).resolve()
     if not notebook.is_file():
         raise GradingError(f"no such notebook: {notebook}")
@@ -151,9 +154,15 @@ def grade_notebook(notebook: str | Path, assignment: str | None = None,
     # nbgrader's gradebook warns about its own SQLAlchemy internals: nothing a learner can act on
     with tempfile.TemporaryDirectory(prefix="autograder-") as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        graded = ScratchCourse(assignment, Path(tmp)).grade(prepared.nb, STUDENT, name,
-                                                             feedback=feedback_to is not None,
-                                                             time_budget=budget)
+        course = ScratchCourse(assignment, Path(tmp))
+        run = dict(feedback=feedback_to is not None, time_budget=budget)
+        try:
+            graded = course.grade(prepared.nb, STUDENT, name, isolate=isolated, **run)
+        except SandboxError as err:
+            if not (isolated and may_fall_back()):
+                raise
+            isolated, isolation_note = False, unisolated(str(err))
+            graded = course.grade(prepared.nb, STUDENT, name, isolate=False, **run)
     html = None
     if feedback_to is not None:
         Path(feedback_to).write_text(graded.feedback, encoding="utf-8")

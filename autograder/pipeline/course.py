@@ -31,15 +31,21 @@ class GradingError(RuntimeError):
     """nbgrader could not grade the notebook; the message says why."""
 
 
+class SandboxError(GradingError):
+    """The grading sandbox could not run the notebook (it could not start a kernel, or isolation
+    is required and missing); the message says why in one line."""
+
+
 def require_success(app_result: dict, what: str) -> None:
-    """Raise ``GradingError`` unless nbgrader's step ``what`` succeeded: with the one line that
-    says why when the grading sandbox could not start (``execute.py``), else with nbgrader's log."""
+    """Raise ``GradingError`` unless nbgrader's step ``what`` succeeded: ``SandboxError`` with the
+    one line that says why when the grading sandbox could not start (``execute.py``), else with
+    nbgrader's log."""
     if app_result.get("success"):
         return
     said = f"{app_result.get('error') or ''}\n{app_result.get('log') or ''}"
     cause = re.search(rf"{SandboxUnavailable.__name__}: (.+)", said)
     if cause:
-        raise GradingError(cause.group(1).strip())
+        raise SandboxError(cause.group(1).strip())
     raise GradingError(f"nbgrader {what} failed:\n{app_result.get('error') or app_result.get('log')}")
 
 
@@ -82,10 +88,13 @@ class ScratchCourse:
         self.blank_gradebook = (self.root / "gradebook.db").read_bytes()
 
     def grade(self, nb: nbformat.NotebookNode, student: str, notebook: str,
-              timestamp: str | None = None, feedback: bool = True, time_budget: int | None = None) -> Graded:
+              timestamp: str | None = None, feedback: bool = True, time_budget: int | None = None,
+              isolate: bool = True) -> Graded:
         """Autograde the prepared notebook ``nb`` as ``student``'s ``notebook`` (a file name);
-        ``time_budget``: the seconds its cells may run, if not ``SandboxedExecute``'s own."""
+        ``time_budget``: the seconds its cells may run, if not ``SandboxedExecute``'s own;
+        ``isolate`` False: without the sandbox, whatever ``AUTOGRADER_ISOLATION`` says."""
         run = self.api.config.SandboxedExecute
+        run.isolate = isolate
         if time_budget is None:
             run.pop("time_budget", None)
         else:

@@ -32,7 +32,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Any, Integer
+from traitlets import Any, Bool, Integer
 
 from autograder.pipeline import plan
 from autograder.paths import SOLUTIONS
@@ -78,7 +78,8 @@ class _Restart(Exception):
 
 
 class SandboxKernelManager(AsyncKernelManager):
-    """A kernel manager whose connection file the sandbox's uid can read."""
+    """A kernel manager whose connection file the sandbox's uid can read, and which reaches the
+    sockets a sandboxed kernel makes in its own ``/tmp`` (``Sandbox.reach``)."""
 
     sandbox = Any()
 
@@ -86,6 +87,20 @@ class SandboxKernelManager(AsyncKernelManager):
         super().write_connection_file(**kwargs)
         os.chmod(self.connection_file, 0o600)
         self.sandbox.share(self.connection_file)
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        if not self.sandbox.isolate:
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+        info, write = os.pipe()
+        try:
+            await super()._async_launch_kernel(self.sandbox.reporting(kernel_cmd, write),
+                                               pass_fds=(write,), **kw)
+        except BaseException:
+            os.close(info)
+            raise
+        finally:
+            os.close(write)
+        self.ip = self.sandbox.reach(info)  # the kernel's own path stays in its connection file
 
 
 class _Client(NotebookClient):
@@ -158,6 +173,8 @@ class SandboxedExecute(NbGraderPreprocessor):
     time_budget = Integer(75, help="Seconds for the whole notebook, restarts included.").tag(config=True)
     output_limit = Integer(1_000_000, help="Characters of output one cell may print.").tag(config=True)
     startup_timeout = Integer(60, help="Seconds for the kernel to start.").tag(config=True)
+    isolate = Bool(True, help="Run the kernel in the sandbox, as AUTOGRADER_ISOLATION allows; "
+                              "False: without it.").tag(config=True)
 
     def preprocess(self, nb, resources):
         info = resources.get("nbgrader", {})
@@ -167,7 +184,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         graded = plan.graded_cases(nb)
         resources.setdefault("autograder", {})[plan.GRADED] = graded  # JudgeOutputs judges on these
         forbidden = {f for ex, _ in graded.values() for f in ex.forbidden}
-        isolate, _ = isolation()
+        isolate = self.isolate and isolation()[0]
         for cell in nb.cells:
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
@@ -192,7 +209,7 @@ class SandboxedExecute(NbGraderPreprocessor):
 
     def _run_once(self, nb, box, cells, faults, deadline) -> None:
         km = SandboxKernelManager(kernel_name=KERNEL_NAME, sandbox=box, transport="ipc",
-                                  ip=str(box.comm / "k"),
+                                  ip=box.sockets,
                                   connection_file=str(box.comm / "kernel.json"),
                                   kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(box.kernel_spec_dir())]))
         client = _Client(nb, km=km, allow_errors=True, shutdown_kernel="immediate",
@@ -201,11 +218,9 @@ class SandboxedExecute(NbGraderPreprocessor):
                          resources={"metadata": {"path": str(box.root)}})
         said = _Tail()  # what bubblewrap or the kernel printed, should it not start
         started = False
-        box.open_comm()
         try:
             with said, client.setup_kernel(cleanup_kc=True, stdout=DEVNULL, stderr=said.fd):
                 started = True
-                box.seal_comm()  # the kernel is up: no learner code has run, none may write there
                 self._run_cells(nb, client, cells, faults, deadline)
         except Exception as err:
             if started:

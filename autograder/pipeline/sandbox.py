@@ -5,8 +5,10 @@ The kernel of a graded notebook runs under bubblewrap (Debian's ``bwrap``):
 - its own unprivileged uid (when the grader runs as root), no capabilities, no new privileges;
 - no network, its own PID namespace (no process outlives the kernel), IPC and UTS namespaces;
 - a file system built from a positive list: the system (``/usr``, ``/etc``), the Python
-  installation and virtual environment, the course's data cache, all read-only; a private,
-  size-limited ``/tmp`` for scratch; nothing else. The course directory (gradebook,
+  installation and virtual environment (or the user's site-packages, for a system Python with
+  ``pip install --user``), the course's data cache, all read-only; a private, size-limited
+  ``/tmp`` for scratch, which also holds the kernel's sockets (the host reaches them through
+  ``/proc/<pid>/root``); nothing else: no folder of the host's disk is writable inside. The course directory (gradebook,
   ``solutions/``, other submissions, the grader's secret), home directories and the
   repository are simply not there;
 - on ``PYTHONPATH``, a staged copy of ``course_lib`` without the modules that compute the
@@ -16,7 +18,9 @@ The kernel of a graded notebook runs under bubblewrap (Debian's ``bwrap``):
 - the packages an exercise forbids (``torch``, whose autograd would take a hand-derived
   backward's place, and with it the other autodiff packages) hidden under empty folders,
   with a stub that says why ``import torch`` fails;
-- limits on address space, CPU time, processes, open files and file size (``prlimit``).
+- limits on address space, CPU time, processes, open files and file size (``prlimit``);
+  run by a user without root, no user namespaces inside (``--disable-userns``), where a fresh
+  tmpfs would escape the size of ``/tmp``.
 
 Where bubblewrap is missing (a learner's laptop running ``submit``), the kernel runs as a
 plain process with the same staged path and environment, and the grader says plainly that
@@ -27,7 +31,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import secrets
+import select
 import shutil
+import site
 import subprocess
 import sys
 import tempfile
@@ -92,8 +99,19 @@ def isolation() -> tuple[bool, str]:
         return True, "Graded in a sandbox (bubblewrap)."
     if setting == "required":
         raise SandboxUnavailable(f"isolation is required but {problem}")
-    return False, (f"Graded without isolation: {problem}. The score is right for honest work; "
-                   "an instructor grades in a sandbox.")
+    return False, unisolated(problem)
+
+
+def may_fall_back() -> bool:
+    """Whether a notebook the sandbox could not run may be graded without it (the setting "auto",
+    as where bubblewrap is missing)."""
+    return os.environ.get(ISOLATION_ENV, "auto") == "auto"
+
+
+def unisolated(problem: str) -> str:
+    """The sentence for a notebook graded without the sandbox because of ``problem``."""
+    return (f"Graded without isolation: {problem}. The score is right for honest work; "
+            "an instructor grades in a sandbox.")
 
 
 def staged_kernel() -> list[Path]:
@@ -121,10 +139,11 @@ def _stub(what: str) -> str:
 class Sandbox:
     """A staging folder on the host, and the kernel command that shows the learner only it.
 
-    ``root`` (a short path under /tmp, for the kernel's sockets) holds ``site/`` (the
-    ``PYTHONPATH``), ``cases/`` (one JSON file per exercise, written by the grader; read-only
-    inside) and ``comm/`` (connection file and sockets, shared with the kernel: writable by
-    it only while it starts, ``open_comm`` and ``seal_comm``).
+    ``root`` (a short path under /tmp) holds ``site/`` (the ``PYTHONPATH``), ``cases/`` (one
+    JSON file per exercise, written by the grader) and ``comm/`` (the connection file), all
+    read-only inside. The kernel makes its sockets at ``sockets`` (``sockets-1`` to
+    ``sockets-5``) in its own ``/tmp``, where whatever it writes counts against the size of
+    that tmpfs; without isolation, in ``comm/``.
     """
 
     def __init__(self, forbidden=(), isolate: bool = True, limits: Limits = Limits()):
@@ -132,6 +151,8 @@ class Sandbox:
         self.root = private_dir(SANDBOX_PREFIX, "/tmp")
         self.site, self.cases, self.comm = self.root / "site", self.root / "cases", self.root / "comm"
         self.work = self.root / "work"  # the kernel's scratch when it runs without isolation
+        # unguessable: before bwrap's child has entered its own root, /proc/<pid>/root is the host's
+        self.sockets = f"/tmp/.kernel-{secrets.token_hex(8)}" if isolate else str(self.comm / "k")
         self.uid = 60000 + os.getpid() % 5000 if os.geteuid() == 0 else os.geteuid()
         self.hidden_modules, self.hidden_packages = hidden_packages(forbidden)
         for d in (self.site, self.cases, self.comm, self.work):
@@ -161,23 +182,27 @@ class Sandbox:
         if os.geteuid() == 0:
             os.chown(path, self.uid, self.uid)
 
-    def open_comm(self) -> None:
-        """Let a kernel about to start make its sockets in ``comm/`` (where the host reaches them)."""
-        self.share(self.comm)
-        os.chmod(self.comm, 0o755)
+    def reach(self, info_fd: int) -> str:
+        """``sockets`` as the host reaches them, once bwrap has written to ``info_fd`` (the read
+        end of the pipe given to ``reporting``; closed here) the pid of the sandbox's first process.
 
-    def seal_comm(self) -> None:
-        """Once the kernel is up, ``comm/`` is the grader's again: the learner's code cannot write
-        a byte into this folder of the host's disk (the sockets made, it needs nothing more).
-
-        With a uid of its own (the grader runs as root) this holds; run as the same user (a
-        learner's ``submit`` without root), the kernel owns the folder and could take it back.
+        Through ``/proc/<pid>/root`` the grader, root or the same user as the kernel, connects to
+        the sockets without any folder of its own disk being writable inside.
         """
-        if os.geteuid() == 0:
-            os.chown(self.comm, 0, 0)
-            os.chmod(self.comm, 0o755)
-        else:  # a write now needs a chmod first
-            os.chmod(self.comm, 0o555)
+        with os.fdopen(info_fd, "rb") as info:  # bwrap writes it whole and closes it, or dies
+            select.select([info], [], [], 30)
+            text = info.read().decode(errors="replace")
+        try:
+            pid = int(json.loads(text)["child-pid"])
+        except (ValueError, KeyError, TypeError):
+            raise OSError(f"bubblewrap did not say which process it started ({text!r})") from None
+        return f"/proc/{pid}/root{self.sockets}"
+
+    @staticmethod
+    def reporting(argv: list[str], info_fd: int) -> list[str]:
+        """``kernel_argv`` (filled in) with bwrap told to write its child's pid to ``info_fd``."""
+        assert argv[0] == "bwrap", argv[:1]
+        return [argv[0], "--info-fd", str(info_fd), *argv[1:]]
 
     def write_cases(self, exercise_id: str, payload: dict) -> None:
         (self.cases / f"{exercise_id}.json").write_text(json.dumps(payload))
@@ -187,11 +212,16 @@ class Sandbox:
         scratch = "/tmp" if self.isolate else str(self.work)
         env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
                "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8",
-               "PYTHONPATH": str(self.site), "PYTHONNOUSERSITE": "1",
+               "PYTHONPATH": str(self.site),
                "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg",
                "MPLCONFIGDIR": f"{scratch}/.matplotlib", "IPYTHONDIR": f"{scratch}/.ipython",
                "COURSE_MODE": "grade", "NBGRADER_EXECUTION": "autograde",
                "AUTOGRADER_CASES": str(self.cases), "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+        user_site = _user_site()
+        if user_site is None:
+            env["PYTHONNOUSERSITE"] = "1"
+        else:  # the kernel's HOME is its scratch: tell it where the grader's packages are
+            env["PYTHONUSERBASE"] = site.getuserbase()
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             env[var] = "1"
         for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # this machine's BLAS settings
@@ -222,8 +252,8 @@ class Sandbox:
     def _bwrap(self) -> list[str]:
         args = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
                 "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-        if os.geteuid() != 0:
-            args.append("--unshare-user")
+        if os.geteuid() != 0:  # the kernel could make its own, and mount a tmpfs of any size there
+            args += ["--unshare-user", "--disable-userns"]
         for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
             path = Path("/", top)
             if path.is_symlink():
@@ -239,7 +269,7 @@ class Sandbox:
         for path in _package_locations(self.hidden_packages + ["course_lib", "autograder"]):
             args += (["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)])
         args += [*_bind("--ro-bind", self.site), *_bind("--ro-bind", self.cases),
-                 *_bind("--bind", self.comm), "--chdir", "/tmp", "--clearenv"]
+                 *_bind("--ro-bind", self.comm), "--chdir", "/tmp", "--clearenv"]
         for key, value in self.environment().items():
             args += ["--setenv", key, value]
         return args
@@ -260,8 +290,6 @@ class Sandbox:
         return spec.parent
 
     def close(self) -> None:
-        if self.comm.is_dir():
-            os.chmod(self.comm, 0o755)  # sealed without root: its entries could not be removed
         shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> "Sandbox":
@@ -308,22 +336,43 @@ def _bind(how: str, path: Path) -> list[str]:
     return args + [how, str(path), str(path)]
 
 
+def _present(path: Path, is_dir: bool = False) -> bool:
+    """Whether ``path`` is there to bind; True where the grader may not even look (a folder of
+    another user's): bubblewrap then says in its one line why it cannot bind it."""
+    try:
+        return path.is_dir() if is_dir else path.exists()
+    except PermissionError:
+        return True
+
+
 def _data_dir() -> Path | None:
     path = cache_dir()
-    return path if path.is_dir() else None
+    return path if _present(path, is_dir=True) else None
+
+
+def _user_site() -> Path | None:
+    """The user's site-packages when the grader's Python uses it (a system Python whose packages
+    were installed with ``pip install --user``), else None."""
+    if not site.ENABLE_USER_SITE:  # a virtual environment, python -s, PYTHONNOUSERSITE
+        return None
+    path = Path(site.getusersitepackages())
+    return path if str(path) in sys.path and path.is_dir() else None
 
 
 def _readable_trees() -> list[Path]:
-    """The folders bound read-only: system, Python, virtual environment, data cache."""
+    """The folders bound read-only: system, Python, virtual environment or user site, data cache."""
     trees = [Path("/usr"), Path("/etc")]
     for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
         trees.append(Path(prefix).resolve())
+    user_site = _user_site()
+    if user_site is not None:
+        trees.append(user_site.resolve())
     data = _data_dir()
     if data is not None:
         trees.append(data.resolve())
     out = []
     for tree in sorted(set(trees), key=lambda p: len(p.parts)):
-        if tree.exists() and not any(tree.is_relative_to(t) for t in out):
+        if _present(tree) and not any(tree.is_relative_to(t) for t in out):
             out.append(tree)
     return out
 

@@ -39,17 +39,29 @@ def test_the_sandboxed_run_records_each_graded_cell_and_hands_its_cases_on(tmp_p
 
 
 def test_a_kernel_the_sandbox_cannot_start_is_said_in_one_line(tmp_path, monkeypatch):
-    """What bubblewrap printed reaches the learner as one line, not nbgrader's traceback."""
+    """What bubblewrap printed reaches the learner as one line, not nbgrader's traceback: the
+    error where isolation is required; where it is not (a learner's ``submit``), the notebook
+    is graded without the sandbox, as without bubblewrap, and the note says why."""
     import pytest
 
     from autograder.grading import GradingError, grade_notebook
-    from autograder.pipeline.sandbox import Sandbox
+    from autograder.pipeline.sandbox import ISOLATION_ENV, Sandbox
 
     missing = tmp_path / "no such folder"
+    sandboxed = Sandbox.kernel_argv
     monkeypatch.setattr(Sandbox, "kernel_argv", lambda self: [
-        "bwrap", "--ro-bind", str(missing), "/x", "--", "true", "{connection_file}"])
+        "bwrap", "--ro-bind", str(missing), "/x", "--", "true", "{connection_file}"]
+        if self.isolate else sandboxed(self))
+    monkeypatch.setenv(ISOLATION_ENV, "required")
     with pytest.raises(GradingError) as err:
         grade_notebook(SOLUTIONS / ASSIGNMENT / f"{NAME}.ipynb")
     message = str(err.value)
     assert "\n" not in message and "could not start a kernel" in message
     assert str(missing) in message  # bubblewrap's own words: which path is missing
+
+    monkeypatch.setenv(ISOLATION_ENV, "auto")
+    result = grade_notebook(SOLUTIONS / ASSIGNMENT / f"{NAME}.ipynb")
+    assert result.total == result.max_total
+    assert [n for n in result.notes if n.startswith("Graded without isolation")] == [
+        f"Graded without isolation: {message}. The score is right for honest work; an "
+        "instructor grades in a sandbox."]
