@@ -1,10 +1,20 @@
-"""Shared test tools: run a notebook, grade one, make a mutant of a solution notebook."""
+"""Shared test tools: run a notebook, grade one, make a mutant of a solution notebook, grade as
+a learner without root on a system Python."""
 from __future__ import annotations
 
+import json
 import os
+import pwd
+import shutil
+import subprocess
+import sys
+import sysconfig
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 from autograder.grading import Result, grade_notebook
@@ -82,3 +92,84 @@ def grade_mutant_bank(solution: Path, edits, tmp_path: Path) -> None:
             assert any("fix that first" in m for m in result[i].messages), (i, result[i].messages)
         else:
             assert result[i].points == result[i].max_points, (i, result[i].messages)
+
+
+def linked_copy(src: Path, dest: Path) -> None:
+    """``src`` (a folder: a whole virtual environment) copied to ``dest`` as hard links: seconds,
+    no space. Skips the test where the two are on different file systems."""
+    proc = subprocess.run(["cp", "-al", str(src), str(dest)], capture_output=True, text=True)
+    if "cross-device" in proc.stderr:
+        pytest.skip(f"{src} and {dest.parent} are on different file systems: no hard links")
+    assert proc.returncode == 0, proc.stderr
+
+
+def submit_with(python: str | Path, notebook: Path, env: dict[str, str], user: str | None = None,
+                cwd: Path | None = None) -> tuple[subprocess.CompletedProcess, dict | None]:
+    """``autograder submit --json notebook`` run by ``python`` with only ``env`` (as ``user``,
+    if given): the process and the result it printed (None if it printed none)."""
+    command = ["env", "-i", *(f"{k}={v}" for k, v in env.items()),
+               str(python), "-m", "autograder.cli", "submit", "--json", str(notebook)]
+    if user:
+        command = ["runuser", "-u", user, "--", *command]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=cwd)
+    start = proc.stdout.find("{")
+    return proc, json.loads(proc.stdout[start:]) if start >= 0 else None
+
+
+def system_python() -> str | None:
+    """A Python of this version installed in /usr or /usr/local, not a virtual environment."""
+    version = "%d.%d" % sys.version_info[:2]
+    for python in dict.fromkeys([f"{sys.base_prefix}/bin/python{version}", f"/usr/bin/python{version}",
+                                 f"/usr/local/bin/python{version}"]):
+        if not os.access(python, os.X_OK):
+            continue
+        said = subprocess.run([python, "-c", "import sys; print(sys.prefix, sys.base_prefix)"],
+                              capture_output=True, text=True).stdout.split()
+        if len(set(said)) == 1 and said[0] in ("/usr", "/usr/local"):
+            return python
+    return None
+
+
+@dataclass
+class Learner:
+    """A user without root with a clone of the course it owns (its folder named with a space and
+    an accent), on a system Python whose packages are in its user site (``pip install --user``)."""
+    user: str
+    uid: int
+    home: Path
+    python: str
+    clone: Path
+
+    def submit(self, notebook: Path, **env: str):
+        """``submit_with`` as this learner, from its home, ``env`` added to its own."""
+        base = {"HOME": str(self.home), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+                "PYTHONPATH": str(self.clone)}
+        return submit_with(self.python, notebook, {**base, **env}, user=self.user, cwd=self.home)
+
+
+@contextmanager
+def learner_without_root():
+    """A ``Learner``, made for the test (``useradd``) and removed after it."""
+    if os.geteuid() != 0:
+        pytest.skip("making a user takes root (CI runs as root)")
+    python = system_python()
+    if python is None:
+        pytest.skip("no system Python %d.%d in /usr or /usr/local" % sys.version_info[:2])
+    user = f"aglearner{os.getpid()}"  # one per pytest worker
+    subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", user], check=True)
+    try:
+        account = pwd.getpwnam(user)
+        home = Path(account.pw_dir)
+        site = home / ".local" / "lib" / ("python%d.%d" % sys.version_info[:2]) / "site-packages"
+        site.parent.mkdir(parents=True)
+        linked_copy(Path(sysconfig.get_paths()["purelib"]), site)
+        (home / ".local" / "share").mkdir()
+        if (Path(sys.prefix) / "share" / "jupyter").is_dir():  # nbconvert's templates
+            linked_copy(Path(sys.prefix) / "share" / "jupyter", home / ".local" / "share" / "jupyter")
+        clone = home / "transformer course é"
+        for top in ("autograder", "course_lib", "solutions", "notebooks"):
+            shutil.copytree(REPO / top, clone / top, ignore=shutil.ignore_patterns("__pycache__", "*.html"))
+        subprocess.run(["chown", "-R", f"{user}:{user}", str(clone)], check=True)
+        yield Learner(user, account.pw_uid, home, python, clone)
+    finally:
+        subprocess.run(["userdel", "--remove", user], capture_output=True)

@@ -91,15 +91,8 @@ class SandboxKernelManager(AsyncKernelManager):
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         if not self.sandbox.isolate:
             return await super()._async_launch_kernel(kernel_cmd, **kw)
-        info, write = os.pipe()
-        try:
-            await super()._async_launch_kernel(self.sandbox.reporting(kernel_cmd, write),
-                                               pass_fds=(write,), **kw)
-        except BaseException:
-            os.close(info)
-            raise
-        finally:
-            os.close(write)
+        with self.sandbox.launch(kernel_cmd) as (argv, fds, info):
+            await super()._async_launch_kernel(argv, pass_fds=fds, **kw)
         self.ip = self.sandbox.reach(info)  # the kernel's own path stays in its connection file
 
 

@@ -19,8 +19,7 @@ The kernel of a graded notebook runs under bubblewrap (Debian's ``bwrap``):
   backward's place, and with it the other autodiff packages) hidden under empty folders,
   with a stub that says why ``import torch`` fails;
 - limits on address space, CPU time, processes, open files and file size (``prlimit``);
-  run by a user without root, no user namespaces inside (``--disable-userns``), where a fresh
-  tmpfs would escape the size of ``/tmp``.
+  no new user namespace, where a fresh tmpfs would escape the size of ``/tmp`` (``seccomp.py``).
 
 Where bubblewrap is missing (a learner's laptop running ``submit``), the kernel runs as a
 plain process with the same staged path and environment, and the grader says plainly that
@@ -38,10 +37,12 @@ import site
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from autograder.pipeline.seccomp import no_new_user_namespaces
 from course_lib.data import cache_dir
 
 AUTOGRADER = Path(__file__).resolve().parent.parent
@@ -182,9 +183,33 @@ class Sandbox:
         if os.geteuid() == 0:
             os.chown(path, self.uid, self.uid)
 
+    @contextmanager
+    def launch(self, argv: list[str]):
+        """``argv`` (``kernel_argv``, filled in) with bwrap's seccomp filter (``seccomp.py``) and
+        its ``--info-fd``: yields (argv, the file descriptors the process must inherit, the read
+        end of the info pipe, for ``reach``). The parent's copies of the others are closed after."""
+        assert argv[0] == "bwrap", argv[:1]
+        info, write = os.pipe()
+        keep, extra = [write], ["--info-fd", str(write)]
+        rules = no_new_user_namespaces()
+        if rules is not None:
+            read, fill = os.pipe()
+            os.write(fill, rules)  # a few hundred bytes: the pipe holds them
+            os.close(fill)
+            keep.append(read)
+            extra += ["--seccomp", str(read)]
+        try:
+            yield [argv[0], *extra, *argv[1:]], tuple(keep), info
+        except BaseException:
+            os.close(info)
+            raise
+        finally:
+            for fd in keep:
+                os.close(fd)
+
     def reach(self, info_fd: int) -> str:
         """``sockets`` as the host reaches them, once bwrap has written to ``info_fd`` (the read
-        end of the pipe given to ``reporting``; closed here) the pid of the sandbox's first process.
+        end of the pipe ``launch`` made; closed here) the pid of the sandbox's first process.
 
         Through ``/proc/<pid>/root`` the grader, root or the same user as the kernel, connects to
         the sockets without any folder of its own disk being writable inside.
@@ -197,12 +222,6 @@ class Sandbox:
         except (ValueError, KeyError, TypeError):
             raise OSError(f"bubblewrap did not say which process it started ({text!r})") from None
         return f"/proc/{pid}/root{self.sockets}"
-
-    @staticmethod
-    def reporting(argv: list[str], info_fd: int) -> list[str]:
-        """``kernel_argv`` (filled in) with bwrap told to write its child's pid to ``info_fd``."""
-        assert argv[0] == "bwrap", argv[:1]
-        return [argv[0], "--info-fd", str(info_fd), *argv[1:]]
 
     def write_cases(self, exercise_id: str, payload: dict) -> None:
         (self.cases / f"{exercise_id}.json").write_text(json.dumps(payload))
@@ -252,8 +271,8 @@ class Sandbox:
     def _bwrap(self) -> list[str]:
         args = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
                 "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-        if os.geteuid() != 0:  # the kernel could make its own, and mount a tmpfs of any size there
-            args += ["--unshare-user", "--disable-userns"]
+        if os.geteuid() != 0:
+            args.append("--unshare-user")
         for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
             path = Path("/", top)
             if path.is_symlink():

@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -238,9 +239,13 @@ def test_files_outside_the_scratch_folder_cannot_be_changed(tmp_path, guarded):
 
 
 FILL_WRITABLE = (  # every path the kernel can write, filled: the softmax is honest only if each is capped
-    "import os\n"
+    "import os, subprocess\n"
     "from ipykernel.connect import get_connection_file\n"
-    "comm = os.path.dirname(get_connection_file())  # the host's folder of the kernel's sockets\n"
+    "comm = os.path.dirname(get_connection_file())  # the host's folder of the connection file\n"
+    "try:\n"
+    "    os.chmod(comm, 0o755)  # its owner's right: the kernel's, were the folder its own\n"
+    "except OSError:\n"
+    "    pass\n"
     "try:\n"
     "    with open(os.path.join(comm, 'junk'), 'wb') as f:\n"
     "        f.write(b'x' * (1 << 20))\n"
@@ -259,15 +264,39 @@ FILL_WRITABLE = (  # every path the kernel can write, filled: the softmax is hon
     "for n in range(6):\n"
     "    if os.path.exists(f'/tmp/fill{n}'):\n"
     "        os.remove(f'/tmp/fill{n}')\n"
-    "CAPPED = not COMM_WRITTEN and written <= 256 << 20\n")
+    "# a tmpfs of its own, in a user namespace of its own, filled past the size of /tmp\n"
+    "own = subprocess.run(['unshare', '--user', '--map-root-user', '--mount', 'sh', '-c',\n"
+    "                      'mount -t tmpfs none /tmp && for n in 1 2 3 4 5 6; do '\n"
+    "                      'head -c 60000000 /dev/zero > /tmp/x$n || exit 1; done && echo filled'],\n"
+    "                     capture_output=True, text=True)\n"
+    "OWN_TMPFS = 'filled' in own.stdout\n"
+    "CAPPED = not COMM_WRITTEN and not OWN_TMPFS and written <= 256 << 20\n")
 
 
 def test_every_path_the_kernel_can_write_is_capped(tmp_path, guarded):
-    """The connection folder is on the host's disk: writable by the kernel only while it starts.
-    The scratch /tmp is a tmpfs of 256 MB. Filling both costs nothing and lands nowhere."""
+    """The kernel's connection file is in a folder of the host's disk bound read-only, its
+    sockets in its scratch /tmp, a tmpfs of 256 MB, and it can make no user namespace where it
+    would mount a tmpfs of its own. Filling all costs nothing and lands nowhere."""
     sabotaged = HONEST_SOFTMAX.replace("    return e /", "    return (1 if CAPPED else 2) * e /")
     softmax, jvp, result = graded(submission(tmp_path, softmax=sabotaged, before_softmax=[FILL_WRITABLE]))
     assert result.total == 4, [e.messages for e in result.exercises]
+
+
+def test_every_path_the_kernel_can_write_is_capped_without_root(tmp_path, guarded, learner):
+    """The same, graded by a learner without root: ``submit`` in the sandbox, on a system Python
+    whose packages are in the learner's user site. The kernel runs as the learner's own uid, the
+    owner of any folder of theirs it could reach; none is writable inside."""
+    where = ("import os, sys\n"
+             f"HERE = (os.getuid(), sys.prefix) == ({learner.uid}, {str(Path(learner.python).parents[1])!r})\n")
+    sabotaged = HONEST_SOFTMAX.replace("    return e /", "    return (1 if CAPPED and HERE else 2) * e /")
+    notebook = learner.clone / "notebooks" / "00_start_here" / SOLUTION.name
+    shutil.copyfile(submission(tmp_path, softmax=sabotaged, before_softmax=[FILL_WRITABLE, where]), notebook)
+    shutil.chown(notebook, learner.user, learner.user)
+    proc, result = learner.submit(notebook, AUTOGRADER_ISOLATION="required")
+    assert result is not None, proc.stderr[-2000:]
+    assert not result["notes"], result["notes"]  # graded in the sandbox
+    assert (result["total"], result["max_total"]) == (4, 4), result["exercises"]
+    assert proc.returncode == 0 and Path(result["feedback_html"]).is_relative_to(learner.clone)
 
 
 def test_no_network_not_even_the_loopback(tmp_path, guarded):
