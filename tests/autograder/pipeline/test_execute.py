@@ -65,3 +65,23 @@ def test_a_kernel_the_sandbox_cannot_start_is_said_in_one_line(tmp_path, monkeyp
     assert [n for n in result.notes if n.startswith("Graded without isolation")] == [
         f"Graded without isolation: {message}. The score is right for honest work; an "
         "instructor grades in a sandbox."]
+
+
+def test_a_path_the_learner_may_not_read_is_said_in_one_line(tmp_path, learner):
+    """A data cache under a folder of root's, where the learner (without root) may not even look:
+    bubblewrap cannot bind it, and ``submit`` says so in one line (it was nbgrader's traceback
+    of a PermissionError)."""
+    import os
+    import shutil
+
+    private = tmp_path / "root only"
+    (private / "cache").mkdir(parents=True)
+    os.chmod(private, 0o700)
+    notebook = learner.clone / "notebooks" / ASSIGNMENT / f"{NAME}.ipynb"
+    shutil.copyfile(SOLUTIONS / ASSIGNMENT / f"{NAME}.ipynb", notebook)
+    shutil.chown(notebook, learner.user, learner.user)
+    proc, result = learner.submit(notebook, AUTOGRADER_ISOLATION="required",
+                                  COURSE_DATA_DIR=str(private / "cache"))
+    assert result is None and proc.returncode == 2
+    assert proc.stderr.strip() == ("autograder: the grading sandbox could not start a kernel: bwrap: Can't "
+                                   f"find source path {private / 'cache'}: Permission denied")

@@ -1,10 +1,17 @@
-"""autograder.pipeline.sandbox's private folders: what a grader killed outright leaves, the next
-removes."""
+"""autograder.pipeline.sandbox: its private folders (what a grader killed outright leaves, the next
+removes), what it hides, and the places it works from: a data cache or a whole virtual
+environment under /tmp, in folders named with spaces and accents."""
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
-from autograder.pipeline.sandbox import private_dir
+import pytest
+
+from autograder.pipeline.sandbox import isolation, private_dir
+from helpers import REPO, SOLUTIONS, linked_copy, mutant, submit_with
 
 
 def _dead_pid() -> int:
@@ -47,14 +54,9 @@ def test_a_data_cache_or_environment_under_tmp_is_seen_inside(monkeypatch):
     """The sandbox mounts its own /tmp: what the kernel needs from the host's /tmp (a virtual
     environment or a data cache someone put there, in a path with a space and an accent)
     is bound on top of it, not hidden under it."""
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    from autograder.pipeline.sandbox import Sandbox, isolation
+    from autograder.pipeline.sandbox import Sandbox
 
     if not isolation()[0]:
-        import pytest
         pytest.skip("no bubblewrap here")
     cache = Path(tempfile.mkdtemp(prefix="course data é ", dir="/tmp"))
     try:
@@ -73,3 +75,31 @@ def test_a_data_cache_or_environment_under_tmp_is_seen_inside(monkeypatch):
         assert proc.stdout.split() == ["seen", "True"]  # the cache, and a writable scratch /tmp
     finally:
         shutil.rmtree(cache, ignore_errors=True)
+
+
+def test_a_whole_virtual_environment_under_tmp_grades_a_notebook_in_a_folder_with_accents(tmp_path):
+    """The grader run by a virtual environment under /tmp (its sys.prefix and interpreter there,
+    in a folder named with a space and an accent: a hard-linked copy of the tests' own) grades
+    a notebook in such a folder in the sandbox, whose kernel runs that same environment."""
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("the tests do not run in a virtual environment")
+    if not isolation()[0]:
+        pytest.skip("no bubblewrap here")
+    place = Path(tempfile.mkdtemp(prefix="course env é ", dir="/tmp"))
+    try:
+        venv = place / "venv"
+        linked_copy(Path(sys.prefix), venv)
+        folder = tmp_path / "my course ü é" / "00_start_here"
+        folder.mkdir(parents=True)
+        inside = f"sys.prefix == {str(venv)!r} and sys.executable.startswith({str(venv)!r})"
+        notebook = mutant(SOLUTIONS / "00_start_here" / "start_here.ipynb", "warmup_softmax", "    return e /",
+                          f"    import sys\n    return (1 if {inside} else 2) * e /", folder)
+        proc, result = submit_with(venv / "bin" / "python", notebook, {
+            "HOME": os.environ["HOME"], "PATH": f"{venv / 'bin'}:/usr/bin:/bin", "LANG": "C.UTF-8",
+            "PYTHONPATH": str(REPO), "AUTOGRADER_ISOLATION": "required"})
+        assert result is not None, proc.stderr[-2000:]
+        assert not result["notes"], result["notes"]  # in the sandbox
+        assert (result["total"], result["max_total"]) == (4, 4), result["exercises"]
+        assert proc.returncode == 0 and Path(result["feedback_html"]).parent == folder
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
