@@ -32,9 +32,9 @@ def _op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
-def no_new_user_namespaces(machine: str | None = None) -> bytes | None:
+def no_new_user_namespaces() -> bytes | None:
     """The filter for this machine (``platform.machine()``), or None where it is not written."""
-    known = SYSCALLS.get(machine or platform.machine())
+    known = SYSCALLS.get(platform.machine())
     if known is None:
         return None
     arch, clone, unshare, clone3 = known
