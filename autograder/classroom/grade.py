@@ -29,7 +29,7 @@ from tqdm import tqdm
 # Light imports only: the workers start before nbgrader and nbconvert are imported here.
 from autograder.classroom.intake import find_submissions, place_submission, read_timestamp, unpacked
 from autograder.classroom.journal import JOURNALLED, RECORDED, Journal, course_config
-from autograder.classroom.jobs import Outcome, Task, job_digest
+from autograder.classroom.jobs import Outcome, Task, answer_to, job_digest
 from autograder.paths import REPO, SOLUTIONS
 from autograder.pipeline.sandbox import isolation
 from autograder.startup import quick_alembic_head
@@ -175,7 +175,8 @@ def grade_submissions(submissions: Path, assignment: str, course_root: Path = RE
                 continue
             done, _ = pool.wait_any(list(pending))
             for future in done:
-                keep(pool.outcome(future, pending.pop(future)))
+                sent = pending.pop(future)
+                keep(answer_to(sent, pool.outcome(future, sent)))
     except BaseException:
         pool.close(interrupted=True)
         raise

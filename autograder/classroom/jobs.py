@@ -7,7 +7,10 @@ Trusted side (class scale): imported by the worker, the pools, the journal and `
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+import json
+import math
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 
 from autograder.paths import SOLUTIONS
@@ -54,3 +57,35 @@ def job_digest(submission: Path, assignment: str, notebook: str) -> str:
             h.update(chunk)
     h.update(b"\0" + (SOLUTIONS / assignment / notebook).read_bytes())
     return h.hexdigest()
+
+
+@lru_cache(maxsize=None)
+def points(assignment: str, notebook: str) -> dict[str, float]:
+    """grade id -> points of every graded cell of the assignment's source notebook."""
+    cells = json.loads((SOLUTIONS / assignment / notebook).read_text())["cells"]
+    meta = (c.get("metadata", {}).get("nbgrader", {}) for c in cells)
+    return {m["grade_id"]: float(m.get("points") or 0) for m in meta if m.get("grade")}
+
+
+def answer_to(task: Task, outcome: Outcome) -> Outcome:
+    """``outcome`` if it is a worker's answer to ``task``, else a failed outcome for the task.
+
+    The instructor's process records what a worker sends back into the gradebook under the
+    student it names. A worker is trusted code, but it runs learners' notebooks, on machines of
+    a Dask cluster too: should one ever be made to lie, its answer counts only for the task it
+    was given (same student, same submission) and only with scores its cells allow.
+    """
+    allowed = points(task.assignment, task.notebook)
+
+    def refused(why: str) -> Outcome:
+        return Outcome(task.student, task.digest, False, reason=f"grading failed: the worker's "
+                       f"answer was not recorded ({why})", worker=outcome.worker)
+    if (outcome.student, outcome.digest) != (task.student, task.digest):
+        return refused(f"it answered for {outcome.student!a}, another submission")
+    for grade_id, score in outcome.scores.items():
+        if grade_id not in allowed:
+            return refused(f"a score for {grade_id!a}, which is no graded cell")
+        if score is not None and not (isinstance(score, (int, float)) and math.isfinite(score)
+                                      and 0 <= score <= allowed[grade_id]):
+            return refused(f"{score!a} points for {grade_id!a}, out of 0 to {allowed[grade_id]:g}")
+    return replace(outcome, timestamp=task.timestamp)

@@ -21,7 +21,7 @@ import pytest
 
 from autograder.classroom.grade import make_task
 from autograder.classroom.intake import NotHandedIn, find_submissions, place_submission, unpacked
-from autograder.classroom.jobs import Outcome, Task
+from autograder.classroom.jobs import Outcome, Task, answer_to, points
 from autograder.classroom.journal import JOURNALLED, NEW, Journal
 from autograder.pipeline import plan
 from autograder.pipeline.course import new_course
@@ -229,3 +229,25 @@ def test_a_zip_writes_nothing_outside_its_folder(tmp_path, monkeypatch):
     assert sorted(tmp_path.rglob("*")) == before
     assert found == {"escape": ["escape.ipynb"], "abs": ["abs/abs.ipynb"], "ada": ["ada/start_here.ipynb"]}
     assert not refused
+
+
+def test_a_workers_answer_counts_only_for_its_task_and_within_the_points():
+    """A worker that lied (a sandbox escape on a Dask machine, say) could name another student,
+    another submission, a cell that is not graded, or more points than a cell has: none of it
+    reaches the gradebook; the task fails with the reason. An honest answer passes unchanged,
+    with the instructor's timestamp."""
+    task = Task("ada", ASSIGNMENT, NAME, "{}", [], "d1", "2026-01-01 10:00:00 UTC", b"k")
+    allowed = points(ASSIGNMENT, NAME)
+    grade_id, top = next(iter(allowed.items()))
+    honest = Outcome("ada", "d1", True, scores={grade_id: top}, timestamp="1999-01-01 UTC")
+    assert answer_to(task, honest).ok and answer_to(task, honest).timestamp == task.timestamp
+    lies = {"another student": Outcome("bob", "d1", True, scores={grade_id: top}),
+            "another submission": Outcome("ada", "d2", True, scores={grade_id: top}),
+            "a cell that is not graded": Outcome("ada", "d1", True, scores={"setup": 1.0}),
+            "more points than the cell has": Outcome("ada", "d1", True, scores={grade_id: top + 1}),
+            "negative points": Outcome("ada", "d1", True, scores={grade_id: -1.0}),
+            "not a number": Outcome("ada", "d1", True, scores={grade_id: float("nan")})}
+    for lie, outcome in lies.items():
+        kept = answer_to(task, outcome)
+        assert (kept.student, kept.digest, kept.ok, kept.scores) == ("ada", "d1", False, {}), lie
+        assert "not recorded" in kept.reason, (lie, kept.reason)
