@@ -1,14 +1,17 @@
 """Shared test tools: run a notebook, grade one, make a mutant of a solution notebook, grade as
-a learner without root on a system Python."""
+a learner without root on a system Python, start a Jupyter server and a headless browser."""
 from __future__ import annotations
 
 import json
 import os
 import pwd
 import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
+import time
+import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,3 +176,59 @@ def learner_without_root():
         yield Learner(user, account.pw_uid, home, python, clone)
     finally:
         subprocess.run(["userdel", "--remove", user], capture_output=True)
+
+
+# --- a Jupyter server and a browser, for the tests that drive them -----------------------------
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def jupyter_server(app: str, root: Path, *flags: str, env: dict | None = None, ready: str = "/api/status",
+                   cwd: Path | None = None):
+    """``jupyter <app>`` ("lab" or "server") serving ``root`` on a free local port, with this
+    environment's extensions; yields its URL once ``ready`` (a path, with its query) answers.
+
+    ``flags``: more command-line options (the token, say); ``env``: variables for the server and
+    its kernels on top of this process's. Fails the test if it does not answer within 60 s.
+    """
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("jupyter")), app, "--no-browser", "--allow-root",
+         f"--port={port}", "--ip=127.0.0.1", f"--ServerApp.root_dir={root}", *flags],
+        cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(url + ready, timeout=1)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"jupyter {app} did not answer {ready} within 60 s")
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@contextmanager
+def chromium():
+    """Debian's headless Chromium through Playwright (whose own browser download cannot work here)."""
+    from playwright.sync_api import sync_playwright  # lazy: only the browser tests need it
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        try:
+            yield browser
+        finally:
+            browser.close()

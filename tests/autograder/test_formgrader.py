@@ -11,12 +11,9 @@ from __future__ import annotations
 import csv
 import os
 import re
-import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,9 +24,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell
 from autograder.classroom.grade import grade_submissions
 from autograder.pipeline.course import new_course
 from autograder.lab import set_instructor_mode
-from helpers import SOLUTIONS, mutant
+from helpers import CHROMIUM, SOLUTIONS, chromium, jupyter_server, mutant
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ASSIGNMENT = "00_start_here"
 SOLUTION = SOLUTIONS / ASSIGNMENT / "start_here.ipynb"
 JVP = "return s * (g - np.sum(g * s, axis=axis, keepdims=True))"
@@ -107,51 +103,18 @@ def test_plain_nbgrader_autograde_cleans_learner_html_too(tmp_path):
     assert "widgets" not in graded.metadata  # nbconvert's page would run the state's models
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def _browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"])
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
 @contextmanager
 def _instructor_lab(root: Path, config: Path):
     """JupyterLab on the course directory, with formgrader on (as instructor-mode does)."""
     set_instructor_mode(True, prefix=config)
-    port = _free_port()
-    proc = subprocess.Popen(
-        [str(BIN / "jupyter"), "lab", "--no-browser", "--allow-root", f"--port={port}", "--ip=127.0.0.1",
-         "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={root}",
-         "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "JUPYTER_CONFIG_DIR": str(root / ".jupyter"),
-             "JUPYTER_CONFIG_PATH": str(config / "etc" / "jupyter")})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(url + "/formgrader", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("JupyterLab with the formgrader did not start within 60 s")
+    with jupyter_server("lab", root, "--IdentityProvider.token=", "--ServerApp.password=",
+                        "--LabApp.news_url=None",
+                        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                        cwd=root, ready="/formgrader",
+                        env={"PATH": f"{BIN}:{os.environ['PATH']}",
+                             "JUPYTER_CONFIG_DIR": str(root / ".jupyter"),
+                             "JUPYTER_CONFIG_PATH": str(config / "etc" / "jupyter")}) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 def _submission_ids(course: Path) -> dict[str, str]:
@@ -176,7 +139,7 @@ def test_formgrader_shows_our_scores_and_messages_and_keeps_a_manual_override(co
     assert _exported(course) == {"ada": 4.0, "bo": 2.0, "mal": 4.0}
     artifacts = Path(os.environ.get("AUTOGRADER_ARTIFACTS") or tmp_path)  # screenshots kept there
     artifacts.mkdir(parents=True, exist_ok=True)
-    with _instructor_lab(course, tmp_path / "config") as url, _browser() as browser:
+    with _instructor_lab(course, tmp_path / "config") as url, chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         dialogs = []
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))

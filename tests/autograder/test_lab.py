@@ -5,10 +5,7 @@ handler against a request that names what it must not grade (issue 23), in a rea
 import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -20,7 +17,7 @@ from jupyter_server.services.config.manager import ConfigManager
 
 from autograder.lab import (INSTRUCTOR_LAB_PLUGINS, INSTRUCTOR_SERVER_EXTENSIONS, LAB_CONFIG_D,
                             SERVER_CONFIG_D, instructor_mode, set_instructor_mode)
-from helpers import NOTEBOOKS, REPO, SOLUTIONS
+from helpers import NOTEBOOKS, REPO, SOLUTIONS, jupyter_server
 
 LEARNER = {SERVER_CONFIG_D: REPO / "jupyter-config" / "server" / "transformer_course.json",
            LAB_CONFIG_D: REPO / "jupyter-config" / "lab" / "transformer_course.json"}
@@ -99,30 +96,10 @@ def served(tmp_path_factory):
     (root / "inner" / "up").symlink_to(outside, target_is_directory=True)
     os.mkfifo(root / "start_here.ipynb")
     (root / "attention.ipynb").mkdir()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).with_name("jupyter")), "server", "--no-browser", "--allow-root",
-         f"--port={port}", "--ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}",
-         f"--ServerApp.root_dir={root}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "JUPYTER_CONFIG_DIR": str(tmp / ".jupyter"),
-             "JUPYTER_RUNTIME_DIR": str(tmp / "run")})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("the Jupyter server did not start within 60 s")
+    with jupyter_server("server", root, f"--IdentityProvider.token={TOKEN}", ready=f"/api/status?token={TOKEN}",
+                        env={"JUPYTER_CONFIG_DIR": str(tmp / ".jupyter"),
+                             "JUPYTER_RUNTIME_DIR": str(tmp / "run")}) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 def _validate(url: str, path: str, token: str | None = TOKEN) -> tuple[int, dict | None]:

@@ -9,7 +9,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -21,21 +20,14 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
-from playwright.sync_api import TimeoutError as PlaywrightTimeout, sync_playwright
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from autograder.lab import INSTRUCTOR_LAB_PLUGINS, instructor_mode
 from autograder.pipeline.sandbox import ISOLATION_ENV
-from helpers import NOTEBOOKS, SOLUTIONS
+from helpers import CHROMIUM, NOTEBOOKS, SOLUTIONS, chromium, jupyter_server
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
                                 reason="Debian's chromium is not installed (.ci/run installs it)")
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @contextmanager
 def _jupyter_lab(root: Path, **env):
@@ -45,42 +37,12 @@ def _jupyter_lab(root: Path, **env):
     (AUTOGRADER_ISOLATION=required) it must grade in the sandbox, as a learner's does.
     ``env``: more variables for the server and its kernels (e.g. COURSE_MODE).
     """
-    port = _free_port()
-    jupyter = Path(sys.executable).with_name("jupyter")
-    proc = subprocess.Popen(
-        [str(jupyter), "lab", "--no-browser", "--allow-root", f"--port={port}", "--ip=127.0.0.1",
-         "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={root}",
-         "--ServerApp.disable_check_xsrf=True", "--LabApp.news_url=None",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "JUPYTER_CONFIG_DIR": str(root / ".jupyter"),
-             ISOLATION_ENV: os.environ.get(ISOLATION_ENV, "auto"), **env})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(url + "/api/status", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("JupyterLab did not start within 60 s")
+    with jupyter_server("lab", root, "--IdentityProvider.token=", "--ServerApp.password=",
+                        "--ServerApp.disable_check_xsrf=True", "--LabApp.news_url=None",
+                        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                        env={"JUPYTER_CONFIG_DIR": str(root / ".jupyter"),
+                             ISOLATION_ENV: os.environ.get(ISOLATION_ENV, "auto"), **env}) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-
-
-@contextmanager
-def _browser():
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 def _kernel_is_idle(lab):
@@ -278,7 +240,7 @@ def _offline_page(browser, path: Path, shots, name):
 
 def test_attention_explorer_in_jupyterlab_and_offline(lab_02, artifacts):
     url, root = lab_02
-    with _browser() as browser:
+    with chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(f"{url}/lab/tree/attention.ipynb")
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
@@ -375,7 +337,7 @@ def _validate(page, url, path):
 
 def test_validate_button_shows_the_graders_verdict(course_lab):
     url, root = course_lab
-    with _browser() as browser:
+    with chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
             blank = _validate(page, url, "blank/start_here.ipynb")
@@ -394,7 +356,7 @@ def test_validate_button_shows_the_graders_verdict(course_lab):
 
 def test_learner_lab_shows_no_instructor_tools(course_lab):
     url, root = course_lab
-    with _browser() as browser:
+    with chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(f"{url}/lab/tree/blank/start_here.ipynb?reset")
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
