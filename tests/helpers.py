@@ -2,9 +2,12 @@
 a learner without root on a system Python, start a Jupyter server and a headless browser."""
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
 import pwd
+import re
 import shutil
 import socket
 import subprocess
@@ -26,11 +29,27 @@ REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
 NOTEBOOKS = REPO / "notebooks"
 
+# The run modes in which the tests of a notebook's text check it: full mode trains for minutes,
+# so it runs only when asked for (COURSE_TEST_FULL=1 python -m pytest tests/notebooks/...).
+FULL = pytest.param("full", marks=pytest.mark.skipif(
+    not os.environ.get("COURSE_TEST_FULL"), reason="full mode takes minutes: set COURSE_TEST_FULL=1"))
+MODES = ["ci", FULL]
 
-def run_notebook(path: str | Path, mode: str = "ci", timeout: int = 300) -> nbformat.NotebookNode:
-    """Execute a notebook top to bottom in COURSE_MODE=mode; any cell error fails the test."""
+
+def run_notebook(path: str | Path, mode: str = "ci", timeout: int = 300,
+                 values: bool = False) -> nbformat.NotebookNode:
+    """Execute a notebook top to bottom in COURSE_MODE=mode; any cell error fails the test.
+
+    With ``values`` one more cell at the end shows the notebook's final variables as JSON
+    (``final_values`` reads them), so a test can check what the text says about them.
+    """
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
+    if values:
+        nb.cells.append(nbformat.v4.new_code_cell(
+            inspect.getsource(_json_values)
+            + "\nfrom IPython.display import display as _display\n"
+            "_display({'application/json': _json_values(globals())}, raw=True)"))
     old = os.environ.get("COURSE_MODE")
     os.environ["COURSE_MODE"] = mode
     try:
@@ -42,6 +61,62 @@ def run_notebook(path: str | Path, mode: str = "ci", timeout: int = 300) -> nbfo
         else:
             os.environ["COURSE_MODE"] = old
     return nb
+
+
+def _json_values(namespace: dict, max_size: int = 10_000) -> dict:
+    """{name: value} for the globals that JSON can carry: numbers, strings, numpy arrays, and
+    dicts, lists and tuples of these, each of at most ``max_size`` elements and nested at most
+    four deep (arrays as lists; NaN and inf become None). Runs inside the kernel, so it
+    imports what it uses."""
+    import numbers
+
+    import numpy as np
+
+    def plain(value, depth=0):  # ... (Ellipsis) for what JSON cannot carry
+        if isinstance(value, (np.ndarray, np.generic)):
+            return plain(value.tolist(), depth) if value.size <= max_size else ...
+        if isinstance(value, (str, list, tuple, dict)) and (len(value) > max_size or depth > 4):
+            return ...
+        if isinstance(value, (bool, str)) or value is None:
+            return value
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        if isinstance(value, numbers.Real):
+            return float(value) if np.isfinite(value) else None
+        if isinstance(value, (list, tuple)):
+            items = [plain(v, depth + 1) for v in value]
+            return ... if any(v is ... for v in items) else items
+        if isinstance(value, dict) and all(isinstance(k, (str, int)) for k in value):
+            items = {str(k): plain(v, depth + 1) for k, v in value.items()}
+            return ... if any(v is ... for v in items.values()) else items
+        return ...
+
+    kept = {name: plain(value) for name, value in namespace.items() if not name.startswith("_")}
+    return {name: value for name, value in kept.items() if value is not ...}
+
+
+def final_values(nb: nbformat.NotebookNode) -> dict:
+    """The variables the last cell of ``run_notebook(..., values=True)`` showed."""
+    (output,) = nb.cells[-1].outputs
+    return output["data"]["application/json"]
+
+
+@functools.cache
+def solution_run(assignment: str, mode: str = "ci") -> tuple[nbformat.NotebookNode, dict]:
+    """The solution notebook of ``assignment`` executed once per test session, and its final
+    variables: the test that it runs and the tests of what its text says share one run."""
+    (path,) = (SOLUTIONS / assignment).glob("*.ipynb")
+    nb = run_notebook(path, mode, timeout=300 if mode != "full" else 3600, values=True)
+    return nb, final_values(nb)
+
+
+def claim(path: str | Path, sentence: str) -> str:
+    """``sentence`` as it stands in a markdown cell of the notebook (whitespace may differ):
+    a test that checks a sentence against the numbers fails when the sentence is rewritten."""
+    words = re.escape(" ".join(sentence.split())).replace(r"\ ", r"\s+")
+    cells = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
+    assert any(re.search(words, source) for source in cells), f"{Path(path).name} no longer says: {sentence}"
+    return sentence
 
 
 def grade(path: str | Path, assignment: str | None = None) -> Result:

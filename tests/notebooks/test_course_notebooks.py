@@ -15,7 +15,7 @@ from autograder.exercises import all_exercises
 from autograder.pipeline.mathml import markdown_to_html
 from autograder.pipeline.plan import recorded_exercise
 from autograder.release import assignments, generate_to_temp
-from helpers import NOTEBOOKS, SOLUTIONS, grade, run_notebook
+from helpers import NOTEBOOKS, SOLUTIONS, grade, run_notebook, solution_run
 
 ASSIGNMENTS = assignments()
 
@@ -138,4 +138,4 @@ def test_release_runs_without_error_and_scores_zero(assignment):
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_solution_runs_top_to_bottom_in_ci_mode(assignment):
-    run_notebook(solution(assignment), mode="ci")
+    solution_run(assignment)  # the run the tests of each notebook's text check numbers against
