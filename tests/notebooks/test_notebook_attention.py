@@ -16,7 +16,7 @@ from exercise_bank import TEST_KEY
 from autograder.exercises.attention import EXERCISES
 from autograder.judge.diagnose import safe_outputs
 from autograder.judge.verdict import judge
-from helpers import SOLUTIONS, grade, mutant
+from helpers import SOLUTIONS, claim, grade, mutant, solution_run
 
 SOLUTION = SOLUTIONS / "02_attention" / "attention.ipynb"
 
@@ -185,3 +185,21 @@ def test_cases_are_float64_and_reference_is_finite(ex):
             if isinstance(value, np.ndarray) and value.dtype.kind == "f":
                 assert value.dtype == np.float64
         assert all(np.all(np.isfinite(o)) for o in as_outputs(ex.reference(**case)))
+
+
+def test_section_2_says_what_the_scaling_figure_shows():
+    """What the text says the figure of §2 shows (issue 24, item 7): it trains nothing, so the
+    CI run shows what a learner sees."""
+    claim(SOLUTION, "without scaling, the variance grows like $d_k$, the largest weight heads for 1 and "
+                    "the Jacobian for 0; with scaling all three stay level (the variance near 1, the largest "
+                    "weight near 0.25, the Jacobian's norm near 0.3), up to the sampling noise of only 16 "
+                    "random keys, largest at $d_k = 4$.")
+    values = solution_run("02_attention")[1]
+    d_ks, variance = np.array(values["d_ks"]), values["variance"]
+    top, jacobian = values["top_weight"], values["jacobian"]
+    assert np.allclose(np.array(variance["raw"]) / d_ks, 1, atol=0.3)
+    assert np.all(np.diff(top["raw"]) > 0) and top["raw"][-1] > 0.9
+    assert np.all(np.diff(jacobian["raw"]) < 0) and jacobian["raw"][-1] < jacobian["raw"][0] / 5
+    for curve, level in ((variance, 1), (top, 0.25), (jacobian, 0.3)):
+        scaled = np.array(curve["scaled"])
+        assert np.allclose(scaled[1:], level, rtol=0.1) and np.allclose(scaled[0], level, rtol=0.3), scaled
