@@ -101,22 +101,25 @@ def final_values(nb: nbformat.NotebookNode) -> dict:
     return output["data"]["application/json"]
 
 
-@functools.cache
 def solution_run(assignment: str, mode: str = "ci") -> tuple[nbformat.NotebookNode, dict]:
-    """The solution notebook of ``assignment`` executed once per test session, and its final
-    variables: the test that it runs and the tests of what its text says share one run."""
+    """The solution notebook of ``assignment`` executed once per test session and mode, and its
+    final variables: the test that it runs and the tests of what its text says share one run."""
+    return _solution_run(assignment, mode)  # one cache key however the mode is passed
+
+
+@functools.cache
+def _solution_run(assignment: str, mode: str) -> tuple[nbformat.NotebookNode, dict]:
     (path,) = (SOLUTIONS / assignment).glob("*.ipynb")
     nb = run_notebook(path, mode, timeout=300 if mode != "full" else 3600, values=True)
     return nb, final_values(nb)
 
 
-def claim(path: str | Path, sentence: str) -> str:
+def claim(path: str | Path, sentence: str) -> None:
     """``sentence`` as it stands in a markdown cell of the notebook (whitespace may differ):
     a test that checks a sentence against the numbers fails when the sentence is rewritten."""
     words = re.escape(" ".join(sentence.split())).replace(r"\ ", r"\s+")
     cells = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
     assert any(re.search(words, source) for source in cells), f"{Path(path).name} no longer says: {sentence}"
-    return sentence
 
 
 def grade(path: str | Path, assignment: str | None = None) -> Result:
