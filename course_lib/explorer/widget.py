@@ -74,6 +74,18 @@ class AttentionMaps:
         return self.weights.shape
 
 
+def informative_query(m: AttentionMaps, layer: int = 0, head: int = 0) -> int:
+    """The query whose weights in ``layer`` and ``head`` (-1: the mean of the heads) are the
+    least concentrated: the largest entropy -sum_j a_ij log a_ij, the first one on ties.
+
+    Where the explorer opens when no query is asked for: under a causal mask query 0 sees one
+    key and puts weight 1 on it (entropy 0), a picture that shows nothing about the head.
+    """
+    A = (m.weights[layer].mean(0) if head < 0 else m.weights[layer, head]).astype(np.float64)  # (T_q, T_k)
+    entropy = -(A * np.log(np.where(A > 0, A, 1.0))).sum(-1)  # (T_q,); 0 log 0 = 0
+    return int(np.argmax(entropy))
+
+
 def pack(maps: dict[str, AttentionMaps]) -> tuple[dict, bytes]:
     """The `_meta` JSON and the `_data` buffer that widget.js unpacks (offsets in bytes,
     -1 for an absent array; each array starts on a multiple of 8)."""
@@ -116,8 +128,9 @@ class AttentionExplorer(anywidget.AnyWidget):
 
     ``maps``: {kind: AttentionMaps}. The selection is in the traits ``view`` ("head",
     "model" or "qk"), ``kind``, ``layer`` (0-based; shown from 1), ``head`` (-1: all heads
-    in colours) and ``query`` (a query token's index); the browser and Python change them
-    alike. Build one from a course model or from arrays with ``course_lib.explorer.explore``.
+    in colours) and ``query`` (a query token's index; by default ``informative_query``); the
+    browser and Python change them alike. Build one from a course model or from arrays with
+    ``course_lib.explorer.explore``.
     """
 
     _esm = HERE / "widget.js"
@@ -137,6 +150,8 @@ class AttentionExplorer(anywidget.AnyWidget):
         meta, data = pack(self.maps)
         selection.setdefault("kind", next(iter(self.maps)))
         super().__init__(_meta=meta, _data=data, **selection)
+        if "query" not in selection:  # after the checks: layer and head are in range now
+            self.query = informative_query(self.current, self.layer, self.head)
 
     @property
     def current(self) -> AttentionMaps:

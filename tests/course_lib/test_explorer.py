@@ -173,9 +173,32 @@ def test_transformer_gives_encoder_decoder_and_cross_maps():
 
 
 # ----------------------------------------------------------------------------- without widgets
+def _entropy(A):
+    """Entropy of each row of weights (..., T_k), by torch's Categorical, not the explorer's code."""
+    return torch.distributions.Categorical(probs=torch.as_tensor(A)).entropy().numpy()
+
+
+def test_explorer_opens_on_the_least_concentrated_query():
+    """Not query 0 of a causal map (one key, weight 1: the picture shows nothing) but the query
+    whose weights spread the most, in the selected layer and head (or the heads' mean)."""
+    A, q, k = _random_attention(T_q=6, T_k=6, mask=causal_mask(6))
+    assert np.allclose(A[..., 0, 0], 1.0)  # the trivial query
+    ex = explore(A, q=q, k=k, masks=causal_mask(6), layer=1, head=2)
+    assert ex.query == np.argmax(_entropy(A[1, 2])) and ex.query > 0 and A[1, 2, ex.query].max() < 1
+    assert f"weights of query {ex.query} " in ex.static().axes[1].get_title()  # the grader's picture
+    everything = explore(A, head=-1)
+    assert everything.query == np.argmax(_entropy(A[0].mean(0)))
+    # the most spread query need not be the last one
+    spread = np.eye(4)[None, None].repeat(2, axis=1)  # (1, 2, 4, 4): every query on itself
+    spread[0, 1, 2] = [0.3, 0.4, 0.3, 0.0]
+    assert widget_module.informative_query(from_arrays(spread)["attention"], 0, 1) == 2
+    assert widget_module.informative_query(from_arrays(spread)["attention"], 0, 0) == 0  # a tie: the first
+    assert explore(A, query=0).query == 0  # a query asked for is kept
+
+
 def test_static_picture_follows_the_selection():
     A, q, k = _random_attention(mask=causal_mask(5, 7))
-    ex = explore(A, tokens=(list("abcde"), list("ABCDEFG")), q=q, k=k, masks=causal_mask(5, 7))
+    ex = explore(A, tokens=(list("abcde"), list("ABCDEFG")), q=q, k=k, masks=causal_mask(5, 7), query=0)
     head = ex.static()
     assert "layer 1, head 0" in head.axes[0].get_title() and "query 0 'a'" in head.axes[1].get_title()
     ex.layer, ex.head, ex.query = 1, 2, 3
