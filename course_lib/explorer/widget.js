@@ -357,8 +357,12 @@ function drawQK(canvas, s, hover) {
   const row = Tk <= 40 ? 18 : Tk <= 128 ? 13 : 11, cell = clamp(Math.floor(256 / d), 2, 14);
   const font = `${Math.min(12, row - 2)}px sans-serif`;
   const names = (p.keyLabels ??= labels(p.key_tokens, font, 120));
+  const queries = (p.queryLabels ??= labels(p.query_tokens, font, 120));
+  MEASURE.font = font;
+  const quoted = (t) => `q: “${t}”`, qWidth = Math.ceil(MEASURE.measureText(quoted("")).width) + queries.width;
   const block = d * cell, bar = 130, top = 40 + row;
-  const xK = 14 + names.width, xP = xK + block + 24, xS = xP + block + 24, xA = xS + bar + 56;
+  // the key names and the query's label end 6 px left of the vectors: room for the wider
+  const xK = 14 + Math.max(names.width, qWidth), xP = xK + block + 24, xS = xP + block + 24, xA = xS + bar + 56;
   const ctx = resize(canvas, xA + bar + 48, top + Tk * row + 8);
   const q = p.q.subarray(((s.layer * p.n_heads + h) * p.T_q + i) * d, ((s.layer * p.n_heads + h) * p.T_q + i + 1) * d);
   const k = p.k.subarray((s.layer * p.n_heads + h) * Tk * d, (s.layer * p.n_heads + h + 1) * Tk * d);
@@ -387,7 +391,7 @@ function drawQK(canvas, s, hover) {
   ctx.fillText("s_j = Σ (q ⊙ k_j) / √d_k", xS, 10);
   ctx.fillText("a_j = softmax(s)_j", xA, 10);
   ctx.textAlign = "right";
-  ctx.fillText(`q: “${p.query_tokens[i]}”`, xK - 6, 30);
+  ctx.fillText(quoted(queries.fit[i]), xK - 6, 30);
   ctx.imageSmoothingEnabled = false;
   ctx.drawImage(cellsImage(q, 1, d, Math.max(...q.map(Math.abs))), xK, 30 - row / 2, block, row);
   ctx.drawImage(cellsImage(k, Tk, d, maxK), xK, top, block, Tk * row);

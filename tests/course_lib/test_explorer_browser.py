@@ -1,0 +1,68 @@
+"""course_lib.explorer in headless Chromium, on a saved page (no JupyterLab): what the canvas
+shows stays inside it. (Clicks, hovering and JupyterLab itself: tests/notebooks/test_jupyterlab.py.)
+
+Needs Debian's chromium (.ci/run installs it) and the playwright package (dev extra).
+"""
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from course_lib.explorer import explore
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                reason="Debian's chromium is not installed (.ci/run installs it)")
+
+
+# Every fillText on a canvas, with the ink's horizontal extent (measureText, relative to the
+# text's alignment point) and the canvas's width, both in CSS pixels.
+RECORD_TEXT = """
+window.drawnTexts = [];
+const fillText = CanvasRenderingContext2D.prototype.fillText;
+CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
+  const ink = this.measureText(text), scale = this.getTransform().a;
+  window.drawnTexts.push({ text, left: x - ink.actualBoundingBoxLeft, right: x + ink.actualBoundingBoxRight,
+                           width: this.canvas.width / scale });
+  return fillText.call(this, text, x, y, ...rest);
+};
+"""
+
+
+@pytest.fixture(scope="module")
+def page():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.add_init_script(RECORD_TEXT)
+            yield page
+        finally:
+            browser.close()
+
+
+def _texts(page, explorer, path):
+    """What the explorer's saved page writes on its canvas when it opens."""
+    page.goto(explorer.save_html(path).as_uri())
+    page.wait_for_selector(".ax-root[data-draws]", timeout=30_000)
+    return page.evaluate("window.drawnTexts")
+
+
+@pytest.mark.parametrize("view", ["qk", "head", "model"])
+def test_every_label_lies_inside_the_canvas(page, tmp_path, view):
+    """Notebook 05's cross-attention: the query "<s>" is wider than every key name (one or two
+    characters); in the query-key view its label "q: “<s>”" began left of the canvas and read
+    'ı: “<s>”' or “<s>”. A query token wider still, and a key token too, in every view."""
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((1, 2, 3, 8)), rng.standard_normal((1, 2, 4, 8))
+    S = q @ np.swapaxes(k, -1, -2) / np.sqrt(8)
+    A = np.exp(S) / np.exp(S).sum(-1, keepdims=True)
+    queries = ["<s>", "1", "a rather long query token"]
+    for query, keys in enumerate((["M", "␣2", "1", "4"], ["M", "␣2", "1", "4"], ["M", "␣2", "1", "a long key token"])):
+        ex = explore(A, tokens=(queries, keys), q=q, k=k, view=view, query=query)
+        texts = _texts(page, ex, tmp_path / f"{view}{query}.html")
+        assert any(queries[query][:5] in t["text"] for t in texts) or view == "model"
+        outside = [t for t in texts if not 0 <= t["left"] < t["right"] <= t["width"]]
+        assert not outside, f"cut at the canvas's edge: {outside}"
