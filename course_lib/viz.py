@@ -166,6 +166,27 @@ def plot_depth_profile(norms, ylabel="gradient norm at initialisation"):
     return fig
 
 
+def plot_dice(dice, names, n_faces=12, ax=None):
+    """Several dice over one vocabulary as grouped bars (notebook 06, temperature, top-k, top-p).
+
+    dice: {label: probabilities (vocab_size,)}; the ``n_faces`` likeliest faces of the first die
+    are drawn, likeliest first, each named by ``names`` (one display name per token id, e.g.
+    ``course_lib.explorer.token_names``, which shows a space as ␣ and a new line as ⏎: a blank
+    tick would hide the likeliest face of a text model). The legend says how many faces each
+    die keeps (probability above 0). Returns the axes.
+    """
+    ax = ax or plt.gca()
+    top = np.argsort(-np.asarray(next(iter(dice.values()))))[:n_faces]
+    width = 0.8 / len(dice)
+    for j, (label, p) in enumerate(dice.items()):
+        p = np.asarray(p)
+        ax.bar(np.arange(len(top)) + j * width, p[top], width, label=f"{label} ({int((p > 0).sum())} faces kept)")
+    ax.set_xticks(np.arange(len(top)) + 0.4 - width / 2, [names[i] for i in top])
+    ax.set(xlabel="next token", ylabel="probability")
+    ax.legend(fontsize=8)
+    return ax
+
+
 def plot_decoding_tree(logp, names, paths=None, bos=1, eos=2, min_prob=0.01, ax=None):
     """Every continuation of a table model as a tree, left to right (notebook 05, decoding).
 

@@ -160,3 +160,22 @@ def test_toy_examples_carry_the_queries_and_keys_behind_their_weights():
             for query in range(6):
                 _, _, weights = query_key(m, 0, head, query)
                 np.testing.assert_allclose(weights, m.weights[0, head, query], atol=1e-6, err_msg=kind)
+
+
+def test_dice_name_every_face_a_space_as_a_visible_blank():
+    """Notebook 06's five dice: the likeliest face of Shakespeare's next character is often a
+    space, whose tick was blank; token_names shows it as ␣ (and a new line as ⏎)."""
+    from course_lib.explorer import token_names
+    from course_lib.tokenize import CharTokenizer
+
+    tokenizer = CharTokenizer.from_text("ab c\nd")
+    chance = {" ": 0.4, "\n": 0.2, "c": 0.15, "a": 0.11, "b": 0.09, "d": 0.05}
+    p = np.array([chance[tokenizer.decode([i])] for i in range(tokenizer.vocab_size)])
+    dice = {"temperature 1": p, "top-k 2": np.where(p >= np.sort(p)[-2], p, 0) / np.sort(p)[-2:].sum()}
+    fig, ax = plt.subplots()
+    viz.plot_dice(dice, token_names(tokenizer, range(tokenizer.vocab_size)), n_faces=4, ax=ax)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["␣", "⏎", "c", "a"]
+    assert [len(c) for c in ax.containers] == [4, 4]  # four faces, one bar per die
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["temperature 1 (6 faces kept)",
+                                                                 "top-k 2 (2 faces kept)"]
+    plt.close(fig)
