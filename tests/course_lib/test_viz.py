@@ -179,3 +179,24 @@ def test_dice_name_every_face_a_space_as_a_visible_blank():
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["temperature 1 (6 faces kept)",
                                                                  "top-k 2 (2 faces kept)"]
     plt.close(fig)
+
+
+def test_alignment_and_cross_attention_are_drawn_on_the_same_rows():
+    """Notebook 05 §10: the hand-made alignment has a row per target token (10); the head's
+    weights have one more, the query that predicts </s> (11). Row t of both is target token t."""
+    target, source = list("1994-03-21"), ["Mon", " 2", "1", " Mar", " 9", "4"]
+    alignment = np.full((len(target), len(source)), 1 / len(source))
+    rng = np.random.default_rng(0)
+    A = rng.dirichlet(np.ones(len(source)), size=len(target) + 1)  # (11, 6): the target, then </s>
+    fig = viz.plot_alignment(alignment, A, target, source, predicted=target + ["</s>"], title="head")
+    left, right = fig.axes[:2]
+    rows = [ax.images[0].get_array().shape[0] for ax in (left, right)]
+    assert rows == [len(target), len(target)]
+    assert np.allclose(right.images[0].get_array(), A[:len(target)])
+    labels = [[t.get_text() for t in ax.get_yticklabels()] for ax in (left, right)]
+    assert labels[1] == [f"→{t}" for t in labels[0]] and labels[0] == target
+    short = viz.plot_alignment(alignment, A[:7], target, source)  # an output that stopped early
+    drawn = short.axes[1].images[0].get_array()
+    assert drawn.shape == alignment.shape and np.ma.getmaskarray(drawn)[7:].all()
+    assert [t.get_text() for t in short.axes[1].get_yticklabels()][7:] == ["(no query)"] * 3
+    plt.close("all")
