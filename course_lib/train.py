@@ -25,6 +25,7 @@ from course_lib import runmode
 from course_lib.data import cache_dir
 
 EVAL_BLOCK = 128  # characters per validation chunk, for every model in the course
+RUN = f"{os.getpid()}-{time.time_ns()}"  # this process (a notebook's kernel), in the results file
 
 
 def default_device() -> str:
@@ -164,7 +165,7 @@ def train(model, train_ids: np.ndarray, *, steps: int, val_ids: np.ndarray | Non
           eval_every: int = 100, eval_chars: int = 20_000, device=None, seed: int = 0,
           plot: bool = False, warmup: int = 0, min_lr: float | None = None,
           weight_decay: float = 0.0, betas=(0.9, 0.999), fused: bool = False,
-          eval_batches: int | None = None, minutes: float | None = None) -> dict:
+          eval_batches: int | None = None, minutes: float | None = None, name: str | None = None) -> dict:
     """Mini-batch Adam on random windows of ``train_ids`` (CS182 slides,
     "SGD and Mini-batch SGD").
 
@@ -180,7 +181,8 @@ def train(model, train_ids: np.ndarray, *, steps: int, val_ids: np.ndarray | Non
     a ``warmup`` of a few hundred steps, a cosine decay to ``min_lr`` (``lr_at``), AdamW's
     ``weight_decay`` on the weight matrices (``make_optimizer``) and ``betas=(0.9, 0.99)``;
     ``fused`` runs the optimiser as one kernel. ``minutes`` stops training once that much
-    training time has passed (the schedule is still planned for ``steps``).
+    training time has passed (the schedule is still planned for ``steps``). ``name`` is what the
+    progress bar and the plot's title call the model (default: its class name).
     Returns {"step": [...], "seconds": [...], "lr": [...], "train": [...], "val": [...]},
     where "seconds" is training time so far, evaluation excluded.
     """
@@ -190,17 +192,17 @@ def train(model, train_ids: np.ndarray, *, steps: int, val_ids: np.ndarray | Non
                if val_ids is not None and eval_batches else None)
     history = {"step": [], "seconds": [], "lr": [], "train": [], "val": []}
     running, seconds = [], 0.0
+    name = name or type(model).__name__
     if plot:
         from course_lib.viz import LivePlot  # matplotlib only where a plot is asked for
-    live = LivePlot({"loss (nats per token)": ["train", "val"]},
-                    labels={"train": "train", "val": "validation"}) if plot else None
+    live = LivePlot({"loss (nats per token)": ["train", "val"]}, labels={"train": "train", "val": "validation"},
+                    title=f"{name}: loss while training") if plot else None
     loop = train_steps(model, train_ids, steps=steps, batch_size=batch_size,
                        block_size=block_size, lr=lr, warmup=warmup, min_lr=min_lr,
                        weight_decay=weight_decay, betas=betas, fused=fused, device=device,
                        seed=seed)
     tick = time.perf_counter()
-    for step, step_lr, loss in (bar := runmode.progress(loop, total=steps,
-                                                         desc=type(model).__name__)):
+    for step, step_lr, loss in (bar := runmode.progress(loop, total=steps, desc=name)):
         seconds += time.perf_counter() - tick
         running.append(loss)
         out_of_time = minutes is not None and seconds > 60 * minutes
@@ -232,15 +234,18 @@ def results_path():
 
 
 def load_results() -> dict:
-    """{model name: {"nll": nats/char, "ppl": ..., "bpc": ...}}; empty when none saved."""
+    """{model name: {"nll": nats/char, "ppl": ..., "bpc": ..., "run": ..., "saved": ...}};
+    empty when none saved."""
     path = results_path()
     return json.loads(path.read_text()) if path.exists() else {}
 
 
 def save_result(name: str, nll: float, **extra) -> dict:
-    """Add (or replace) one model's validation loss in the results file; all results."""
+    """Add (or replace) one model's validation loss in the results file; all results. Each row
+    records the run (this Python process: a notebook's kernel) and the time that saved it."""
     results = load_results()
-    results[name] = {"nll": nll, "ppl": perplexity(nll), "bpc": bits_per_char(nll), **extra}
+    results[name] = {"nll": nll, "ppl": perplexity(nll), "bpc": bits_per_char(nll), "run": RUN,
+                     "saved": time.time(), **extra}
     path = results_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     # write beside, then rename: a notebook reading the table never sees half a file
@@ -250,20 +255,44 @@ def save_result(name: str, nll: float, **extra) -> dict:
     return results
 
 
+def from_this_run(row: dict) -> bool:
+    """Whether a results row was saved by this run (rows of older files carry no run: earlier)."""
+    return row.get("run") == RUN
+
+
 def results_table(results: dict) -> str:
-    """A plain-text table, one row per model, in insertion order."""
-    lines = [f"{'model':<16}{'perplexity':>12}{'bits/char':>12}"]
-    lines += [f"{name:<16}{r['ppl']:>12.3f}{r['bpc']:>12.3f}" for name, r in results.items()]
+    """A plain-text table, one row per model, in insertion order. The last column says which
+    rows this run saved and when the others were: the file keeps every model a notebook of the
+    same mode ever scored (notebook 01's RNN and LSTM, notebook 06's GPT), so a row may be older
+    than the cells above it, and a note under the table says so."""
+    def saved(row):
+        if from_this_run(row):
+            return "this run"
+        when = time.strftime(", %d %b %H:%M", time.localtime(row["saved"])) if "saved" in row else ""
+        return "earlier run" + when
+
+    lines = [f"{'model':<16}{'perplexity':>12}{'bits/char':>12}   saved by"]
+    lines += [f"{name:<16}{r['ppl']:>12.3f}{r['bpc']:>12.3f}   {saved(r)}" for name, r in results.items()]
+    if not all(map(from_this_run, results.values())):
+        lines.append(f"(rows of an earlier run come from {results_path()}: run their notebook's cells "
+                     "again to replace them)")
     return "\n".join(lines)
 
 
 def plot_results(results: dict):
-    """Bar chart of validation bits per character (lower is better); returns the figure."""
+    """Bar chart of validation bits per character (lower is better), rows saved by an earlier
+    run hatched and pale; returns the figure."""
     import matplotlib.pyplot as plt  # lazy: matplotlib only where a plot is asked for
 
     fig, ax = plt.subplots(figsize=(7, 3))
     names = list(results)
-    ax.bar(names, [results[n]["bpc"] for n in names], color="tab:blue")
+    earlier = [not from_this_run(results[n]) for n in names]
+    bars = ax.bar(names, [results[n]["bpc"] for n in names], color="tab:blue")
+    for bar, old in zip(bars, earlier):
+        if old:
+            bar.set(alpha=0.45, hatch="//", label="saved by an earlier run")
+    if any(earlier):
+        ax.legend(handles=[bars[earlier.index(True)]], fontsize=8)
     ax.set_xlabel("model")
     ax.set_ylabel("validation bits per character")
     ax.set_title("Lower is better; perplexity = 2 ** bits")

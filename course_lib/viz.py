@@ -278,13 +278,14 @@ class LivePlot:
     panels: {y-axis label: [history key, ...]}, one subplot per entry, e.g.
     ``{"loss (nats per token)": ["train", "val"]}``. ``update(history)`` (history: {"step":
     [...], key: [...]}) draws the first time and replaces the same output afterwards, so a
-    long training shows one figure that grows, not one figure per update. Outside IPython
-    (a script, a terminal) it draws nothing.
+    long training shows one figure that grows, not one figure per update. ``title`` names the
+    figure (which model it shows, when a notebook trains several). Outside IPython (a script, a
+    terminal) it draws nothing.
     """
 
     def __init__(self, panels: dict[str, list[str]], labels: dict[str, str] | None = None,
-                 x: str = "step", logy: bool = False):
-        self.panels, self.labels, self.x, self.logy = panels, labels or {}, x, logy
+                 x: str = "step", logy: bool = False, title: str | None = None):
+        self.panels, self.labels, self.x, self.logy, self.title = panels, labels or {}, x, logy, title
         self.fig = self.handle = None
 
     def update(self, history: dict) -> None:
@@ -300,6 +301,8 @@ class LivePlot:
             self.fig, axes = plt.subplots(1, len(self.panels), squeeze=False,
                                           figsize=(5.5 * len(self.panels), 3), layout="constrained")
             self.axes = axes[0]
+            if self.title:
+                self.fig.suptitle(self.title)
             plt.close(self.fig)  # shown through the display handle only, not again at cell end
         for ax, (ylabel, keys) in zip(self.axes, self.panels.items()):
             ax.clear()

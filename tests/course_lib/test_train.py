@@ -1,5 +1,9 @@
 """course_lib.train (batches, evaluator, trainer, results table) and course_lib.generate."""
 import math
+import os
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -10,6 +14,7 @@ from course_lib.data import generated_text, split
 from course_lib.ngram import NgramLM
 from course_lib.rnn import CharRNN, RNNConfig
 from course_lib.tokenize import CharTokenizer
+from helpers import REPO
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +70,47 @@ def test_results_file_per_mode(tmp_path, monkeypatch):
     assert list(train.load_results()) == ["2-gram", "LSTM"]
     assert results["2-gram"]["bpc"] == pytest.approx(3) and results["LSTM"]["ppl"] == pytest.approx(4)
     assert "LSTM" in train.results_table(results)
+
+
+def test_the_training_plot_names_its_model(corpus):
+    """Notebook 01 trains an RNN and an LSTM, one live plot each: each plot says which."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from matplotlib.figure import Figure
+
+    tok, ids, val = corpus
+    shown = []  # every figure the notebook would display, as IPython hands it to a formatter
+    shell = InteractiveShell.instance()
+    try:
+        shell.display_formatter.formatters["text/plain"].for_type(Figure, lambda fig, p, cycle: shown.append(fig))
+        for cell, name in (("rnn", "RNN"), ("lstm", None)):
+            model = CharRNN(RNNConfig(tok.vocab_size, cell=cell, d_embed=8, d_hidden=8, block_size=16))
+            train.train(model, ids, steps=4, val_ids=val[:200], batch_size=4, eval_every=2, device="cpu",
+                        plot=True, name=name)
+    finally:
+        InteractiveShell.clear_instance()
+    titles = [fig.get_suptitle() for fig in shown]
+    assert titles == ["RNN: loss while training"] * 2 + ["CharRNN: loss while training"] * 2, titles
+
+
+def test_results_say_which_rows_an_earlier_run_saved(tmp_path, monkeypatch):
+    """Notebook 01's table after its n-grams listed the RNN and LSTM of a run days before as if
+    this run had trained them: each row now says which run saved it, and when."""
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_MODE", "ci")
+    earlier = "from course_lib import train; train.save_result('LSTM', 1.0)"  # another kernel
+    subprocess.run([sys.executable, "-c", earlier], check=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    results = train.save_result("5-gram", math.log(4))
+    header, lstm, five, note = train.results_table(results).splitlines()
+    assert header.endswith("saved by") and five.endswith("this run")
+    assert re.search(r"earlier run, \d\d \w{3} \d\d:\d\d$", lstm), lstm
+    assert str(train.results_path()) in note
+    assert len(train.results_table({"5-gram": results["5-gram"]}).splitlines()) == 2  # no note
+    fig = train.plot_results(results)
+    assert [bar.get_hatch() for bar in fig.axes[0].patches] == ["//", None]
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["saved by an earlier run"]
+    plt.close(fig)
 
 
 def test_temperature_zero_and_top_1_are_greedy(corpus):
