@@ -259,7 +259,8 @@ def multi_head(n_heads=4):
     _tensor(ax, x_cut, y2, w, h, n_heads, "cut", "", "(B, T, h, d_k)")
     x_cat = x_cut - gap - w
     _step(ax, x_cut - 0.1, x_cat + w + 0.1, m2, "reshape")
-    _tensor(ax, x_cat, y2, w, h, n_heads, "flat", "concat = merge_heads(heads)",
+    # named as notebook 02 writes it (course_lib's merge_heads comes in notebook 06)
+    _tensor(ax, x_cat, y2, w, h, n_heads, "flat", "concat = Concat(head_1, …, head_h)",
             "(B, T, h·d_k) = (B, T, d_model)")
     x_out = x_cat - gap - w
     _step(ax, x_cat - 0.1, x_out + w + 0.1, m2, "@ W_o")
