@@ -39,9 +39,12 @@ def backward_timings(seq_lens, batch_heads=8, d_k=64, repeats=5, device="cpu",
     backward can beat autograd; this measures it side by side on random (batch_heads, T, d_k)
     inputs with a causal mask. The two paths take turns, so a
     burst of load on a shared machine hits both. Returns one dict per T with the best of
-    ``repeats`` runs in seconds for "manual" and "autograd" (after one warm-up run each) and
-    their ratio autograd / manual (above 1: the hand-derived pass is faster). In full mode a
-    progress bar counts the sequence lengths.
+    ``repeats`` runs in seconds for "manual" and "autograd" (after one warm-up run each), their
+    ratio autograd / manual (above 1: the hand-derived pass is faster) and "ratios", the ratio
+    of each round: their spread is the noise of the measurement (the best-of ratio lies within
+    it). On a CPU the two paths do the same matrix products, so the ratio sits near 1 and a
+    shared machine moves it more than the method does. In full mode a progress bar counts the
+    sequence lengths.
     """
     paths = {"manual": attention_torch, "autograd": attention_autograd_torch}
     rows = []
@@ -62,6 +65,7 @@ def backward_timings(seq_lens, batch_heads=8, d_k=64, repeats=5, device="cpu",
                 times[name].append(time.perf_counter() - start)
         row = {"T": T, **{name: min(t[1:]) for name, t in times.items()}}
         row["ratio"] = row["autograd"] / row["manual"]
+        row["ratios"] = [a / m for m, a in zip(times["manual"][1:], times["autograd"][1:])]  # per round
         rows.append(row)
     return rows
 
