@@ -361,8 +361,11 @@ function drawQK(canvas, s, hover) {
   MEASURE.font = font;
   const quoted = (t) => `q: “${t}”`, qWidth = Math.ceil(MEASURE.measureText(quoted("")).width) + queries.width;
   const block = d * cell, bar = 130, top = 40 + row;
+  const titles = [`k_j (key vectors, d_k = ${d})`, "q ⊙ k_j (elementwise)", "s_j = Σ (q ⊙ k_j) / √d_k", "a_j = softmax(s)_j"];
+  const room = (title, drawn) => Math.max(drawn, Math.ceil(MEASURE.measureText(title).width) + 12); // column + gap
   // the key names and the query's label end 6 px left of the vectors: room for the wider
-  const xK = 14 + Math.max(names.width, qWidth), xP = xK + block + 24, xS = xP + block + 24, xA = xS + bar + 56;
+  const xK = 14 + Math.max(names.width, qWidth), xP = xK + room(titles[0], block + 24);
+  const xS = xP + room(titles[1], block + 24), xA = xS + room(titles[2], bar + 56);
   const ctx = resize(canvas, xA + bar + 48, top + Tk * row + 8);
   const q = p.q.subarray(((s.layer * p.n_heads + h) * p.T_q + i) * d, ((s.layer * p.n_heads + h) * p.T_q + i + 1) * d);
   const k = p.k.subarray((s.layer * p.n_heads + h) * Tk * d, (s.layer * p.n_heads + h + 1) * Tk * d);
@@ -386,10 +389,7 @@ function drawQK(canvas, s, hover) {
   ctx.font = font;
   ctx.textBaseline = "middle";
   ctx.fillStyle = "#333";
-  ctx.fillText(`k_j (key vectors, d_k = ${d})`, xK, 10);
-  ctx.fillText("q ⊙ k_j (elementwise)", xP, 10);
-  ctx.fillText("s_j = Σ (q ⊙ k_j) / √d_k", xS, 10);
-  ctx.fillText("a_j = softmax(s)_j", xA, 10);
+  [xK, xP, xS, xA].forEach((x, n) => ctx.fillText(titles[n], x, 10));
   ctx.textAlign = "right";
   ctx.fillText(quoted(queries.fit[i]), xK - 6, 30);
   ctx.imageSmoothingEnabled = false;

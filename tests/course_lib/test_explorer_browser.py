@@ -16,14 +16,15 @@ pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
                                 reason="Debian's chromium is not installed (.ci/run installs it)")
 
 
-# Every fillText on a canvas, with the ink's horizontal extent (measureText, relative to the
-# text's alignment point) and the canvas's width, both in CSS pixels.
+# Every fillText on a canvas, with its ink's box (measureText, relative to the text's alignment
+# point) and the canvas's width, in CSS pixels.
 RECORD_TEXT = """
 window.drawnTexts = [];
 const fillText = CanvasRenderingContext2D.prototype.fillText;
 CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
   const ink = this.measureText(text), scale = this.getTransform().a;
   window.drawnTexts.push({ text, left: x - ink.actualBoundingBoxLeft, right: x + ink.actualBoundingBoxRight,
+                           top: y - ink.actualBoundingBoxAscent, bottom: y + ink.actualBoundingBoxDescent,
                            width: this.canvas.width / scale });
   return fillText.call(this, text, x, y, ...rest);
 };
@@ -50,11 +51,19 @@ def _texts(page, explorer, path):
     return page.evaluate("window.drawnTexts")
 
 
+def _overlap(a, b, gap=4):
+    """Whether two drawn texts' ink boxes come closer than ``gap`` pixels side by side (two
+    labels that touch read as one: "…d_k = 8)q ⊙ k_j …") or overlap at all."""
+    return (a["left"] < b["right"] + gap and b["left"] < a["right"] + gap
+            and a["top"] < b["bottom"] and b["top"] < a["bottom"])
+
+
 @pytest.mark.parametrize("view", ["qk", "head", "model"])
-def test_every_label_lies_inside_the_canvas(page, tmp_path, view):
+def test_every_label_lies_inside_the_canvas_and_apart(page, tmp_path, view):
     """Notebook 05's cross-attention: the query "<s>" is wider than every key name (one or two
     characters); in the query-key view its label "q: “<s>”" began left of the canvas and read
-    'ı: “<s>”' or “<s>”. A query token wider still, and a key token too, in every view."""
+    'ı: “<s>”' or “<s>”, and with d_k = 8 the title of the keys ran into the next one. A query
+    token wider still, and a key token too, in every view."""
     rng = np.random.default_rng(0)
     q, k = rng.standard_normal((1, 2, 3, 8)), rng.standard_normal((1, 2, 4, 8))
     S = q @ np.swapaxes(k, -1, -2) / np.sqrt(8)
@@ -66,3 +75,5 @@ def test_every_label_lies_inside_the_canvas(page, tmp_path, view):
         assert any(queries[query][:5] in t["text"] for t in texts) or view == "model"
         outside = [t for t in texts if not 0 <= t["left"] < t["right"] <= t["width"]]
         assert not outside, f"cut at the canvas's edge: {outside}"
+        crossing = [(a["text"], b["text"]) for n, a in enumerate(texts) for b in texts[n + 1:] if _overlap(a, b)]
+        assert not crossing, f"labels that touch or overlap: {crossing}"
