@@ -3,15 +3,14 @@ shows stays inside it. (Clicks, hovering and JupyterLab itself: tests/notebooks/
 
 Needs Debian's chromium (.ci/run installs it) and the playwright package (dev extra).
 """
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from course_lib.explorer import explore
+from helpers import CHROMIUM, chromium
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
                                 reason="Debian's chromium is not installed (.ci/run installs it)")
 
@@ -33,15 +32,10 @@ CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
 
 @pytest.fixture(scope="module")
 def page():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.add_init_script(RECORD_TEXT)
-            yield page
-        finally:
-            browser.close()
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.add_init_script(RECORD_TEXT)
+        yield page
 
 
 def _texts(page, explorer, path):

@@ -9,7 +9,6 @@ MathML (none left as TeX), each exercise named in the summary, no bare score ``O
 "No response.", and a banner with the real submit command.
 """
 import re
-import shutil
 from pathlib import Path
 
 import nbformat
@@ -18,11 +17,8 @@ from nbformat.v4 import new_markdown_cell
 
 from autograder.grading import grade_notebook
 
-from helpers import NOTEBOOKS, SOLUTIONS
+from helpers import CHROMIUM, NOTEBOOKS, SOLUTIONS, chromium
 
-sync_api = pytest.importorskip("playwright.sync_api")
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 RELEASED, SOURCE = NOTEBOOKS / "02_attention" / "attention.ipynb", SOLUTIONS / "02_attention" / "attention.ipynb"
 COMMAND = "autograder submit notebooks/02_attention/attention.ipynb"
 BLANK = ("attention_causal_mask", "attention_padding_mask")
@@ -65,8 +61,7 @@ def reports(tmp_path_factory):
     mutant = _learner(BLANK, ("attention_forward", "np.sqrt(", "np.sqrt(2 * "))
     mutant.cells.insert(5, new_markdown_cell(LEARNER_MATH))
     out = {}
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+    with chromium() as browser:
         for name, nb in (("full", _learner()), ("mutant", mutant)):
             (tmp / name).mkdir()
             nbformat.write(nb, tmp / name / "attention.ipynb")
@@ -79,7 +74,6 @@ def reports(tmp_path_factory):
             page.wait_for_timeout(300)  # a script the page loaded late would have asked by now
             out[name] = result, page.evaluate(READ), tried
             page.close()
-        browser.close()
     return out
 
 

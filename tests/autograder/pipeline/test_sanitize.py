@@ -11,7 +11,6 @@ http(s), mailto, relative, or an inline PNG/JPEG/GIF image.
 import base64
 import copy
 import re
-import shutil
 from pathlib import Path
 
 import nbformat
@@ -26,11 +25,9 @@ from autograder.pipeline.mathml import markdown_to_html
 from autograder.pipeline.plan import GRADED
 from autograder.pipeline.sanitize import NOT_SHOWN, SanitizeOutputs, clean, markdown_as_html
 
-from helpers import SOLUTIONS
+from helpers import CHROMIUM, SOLUTIONS, chromium
 
-sync_api = pytest.importorskip("playwright.sync_api")
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ASSIGNMENT, NOTEBOOK = "00_start_here", "start_here"
 FORMGRADER = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
 PLACES = {"md": 1000, "out": 2000, "raw": 3000}  # place + i names vector i in that kind of cell
@@ -195,11 +192,8 @@ def pages(sanitized):
 def browser():
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"])
+    with chromium() as browser:
         yield browser
-        browser.close()
 
 
 # Everything a vector could use: hover and focus every element, click every link and button.
