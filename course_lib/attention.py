@@ -7,12 +7,13 @@ Row form (Week 7, eq. (4); what the code of the course uses):
     A   = softmax(S + M), row-wise (over keys)    (..., T_q, T_k)  attention weights
     out = A V                                     (..., T_q, d_v)
 
-Column form (the blog post, forward steps 1-3): X (d, T) holds one token per column,
-Q = A X, K = B X, V = C X with projections A, B, C (h, d), and Z = V softmax(Q^T K / sqrt(h))
-with the softmax taken column-wise. Its letters appear only in the ``self_attention_col_*``
+Column form (the blog post, forward steps 1-3), in the blog's own letters (bold in the
+notebooks): X (d, T) holds one token per column, Q = A X, K = B X, V = C X with projections
+A, B, C (d_k, d), and Z = V softmax(Q^T K / sqrt(d_k)) with the softmax taken column-wise (the
+blog writes a head's width d_k as h). Its letters appear only in the ``self_attention_col_*``
 functions; in the glossary's row form (course_lib/README.md) they are X_blog = X^T,
-A = W_k^T, B = W_q^T, C = W_v^T, Att = A^T (the row form's weights), Z = out^T, E = dout^T,
-and the blog's h is d_k.
+A = W_k^T, B = W_q^T, C = W_v^T, the blog's Q = K_row^T (keys) and K = Q_row^T (queries),
+Att = A^T (the row form's weights), Z = out^T, E = dout^T.
 ``self_attention_col_forward`` says why A makes the keys.
 
 Masks are boolean, True where a query may attend to a key (PyTorch's convention for a
@@ -113,34 +114,34 @@ def attention_backward(dout, cache):
 def self_attention_col_forward(X, A, B, C, causal=False):
     """The blog post's self-attention in column form, its forward steps 1-3.
 
-    X: (d, T), one token per column; A, B, C: (h, d). Q = A X, K = B X, V = C X (h, T),
-    c_it = q_i . k_t / sqrt(h), Att[:, t] = softmax over i, Z = V Att: (h, T).
+    X: (d, T), one token per column; A, B, C: (d_k, d). The blog's Q = A X, K = B X,
+    V = C X (d_k, T), c_it = q_i . k_t / sqrt(d_k), Att[:, t] = softmax over i, Z = V Att: (d_k, T).
     Output t mixes the values v_i weighted by q_i . k_t, so in the row form the *keys*
     are the rows of (A X)^T and the *queries* those of (B X)^T:
     Z^T = attention_forward(Q=(B X)^T, K=(A X)^T, V=(C X)^T) and Att = A_row^T.
     ``causal`` keeps i <= t, the upper triangle (the blog post's causal z_t, forward step 3).
     Returns Z and cache = (X, A, B, C, Q, K, V, Att).
     """
-    h = A.shape[0]
-    Q, K, V = A @ X, B @ X, C @ X  # (h, T) each
+    h = A.shape[0]  # the blog's letter for a head's width, d_k
+    Q, K, V = A @ X, B @ X, C @ X  # (d_k, T) each
     mask = causal_mask(X.shape[1]).T if causal else None  # (T, T), i <= t
     Att = softmax(masked_scores(Q.T @ K / np.sqrt(h), mask), axis=0)  # (T, T), columns sum to 1
-    Z = V @ Att  # (h, T)
+    Z = V @ Att  # (d_k, T)
     return Z, (X, A, B, C, Q, K, V, Att)
 
 
 def self_attention_col_backward(E, cache):
     """The blog post's compact backward: dF/d[A; B; C] = P X^T and dF/dX = [A; B; C]^T P.
 
-    E = dF/dZ: (h, T). G = Att (x) (V^T E) is the column-wise softmax JVP (T, T) and
-    P = [K G^T / sqrt(h); Q G / sqrt(h); E Att^T] is (3h, T).
-    Returns dA, dB, dC (h, d) and dX (d, T).
+    E = dF/dZ: (d_k, T). G = Att (x) (V^T E) is the column-wise softmax JVP (T, T) and
+    P = [K G^T / sqrt(d_k); Q G / sqrt(d_k); E Att^T] is (3 d_k, T).
+    Returns dA, dB, dC (d_k, d) and dX (d, T).
     """
     X, A, B, C, Q, K, V, Att = cache
-    h = A.shape[0]
+    h = A.shape[0]  # the blog's letter for a head's width, d_k
     G = softmax_jvp(Att, V.T @ E, axis=0)  # (T, T), dF/dc_it
-    P = np.vstack([K @ G.T / np.sqrt(h), Q @ G / np.sqrt(h), E @ Att.T])  # (3h, T)
-    dA, dB, dC = np.split(P @ X.T, 3)  # each (h, d)
+    P = np.vstack([K @ G.T / np.sqrt(h), Q @ G / np.sqrt(h), E @ Att.T])  # (3 d_k, T)
+    dA, dB, dC = np.split(P @ X.T, 3)  # each (d_k, d)
     dX = np.vstack([A, B, C]).T @ P  # (d, T)
     return dA, dB, dC, dX
 
@@ -149,14 +150,14 @@ def self_attention_col_via_rows(X, A, B, C, E, causal=False):
     """The blog post's Z and its gradients computed in the row form instead, to compare.
 
     Row form with X_r = X^T (T, d): queries X_r B^T, keys X_r A^T, values X_r C^T (see
-    ``self_attention_col_forward`` for why B makes the queries). Returns Z (h, T) and
-    dA, dB, dC (h, d), dX (d, T) for dF/dZ = E: transposes of the row-form results.
+    ``self_attention_col_forward`` for why B makes the queries). Returns Z (d_k, T) and
+    dA, dB, dC (d_k, d), dX (d, T) for dF/dZ = E: transposes of the row-form results.
     """
     X_r = X.T  # (T, d)
     mask = causal_mask(X.shape[1]) if causal else None
-    out, cache = attention_forward(X_r @ B.T, X_r @ A.T, X_r @ C.T, mask)  # (T, h)
-    dQ_r, dK_r, dV_r = attention_backward(E.T, cache)  # (T, h) each
-    dA, dB, dC = (X_r.T @ g for g in (dK_r, dQ_r, dV_r))  # (d, h): dF/dW for X_r @ W
+    out, cache = attention_forward(X_r @ B.T, X_r @ A.T, X_r @ C.T, mask)  # (T, d_k)
+    dQ_r, dK_r, dV_r = attention_backward(E.T, cache)  # (T, d_k) each
+    dA, dB, dC = (X_r.T @ g for g in (dK_r, dQ_r, dV_r))  # (d, d_k): dF/dW for X_r @ W
     dX_r = dQ_r @ B + dK_r @ A + dV_r @ C  # (T, d)
     return out.T, dA.T, dB.T, dC.T, dX_r.T
 

@@ -1,6 +1,6 @@
 """The numpy references of decoding, graded in notebooks 05 and 06: the next token's
 distribution (temperature, top-k, top-p) and greedy and beam search over any model given as
-``next_log_probs(prefixes (n, t) int) -> (n, vocab_size)`` log-probabilities.
+``next_log_probs(prefixes (B, t) int) -> (B, vocab_size)`` log-probabilities.
 
 ``course_lib.generate`` runs the same ideas in torch on the course's models; these are the
 plain versions the learner writes, which the grader compares against. The grading sandbox
@@ -14,7 +14,7 @@ from course_lib.softmax import softmax
 
 
 def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
-    """The distribution of the next token, logits (B, V) -> probs (B, V): softmax of
+    """The distribution of the next token, logits (B, vocab_size) -> probs (B, vocab_size): softmax of
     logits / temperature, then top-k (the k likeliest tokens kept), then top-p (the fewest
     likeliest tokens whose probability adds up to at least top_p; the token that crosses it
     is kept), each followed by renormalising what is kept."""
@@ -59,15 +59,15 @@ def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0
     finished first): its tokens after bos, (L,) int, and that normalised score. With
     beam_size 1 this is greedy decoding.
     """
-    beams = np.full((1, 1), bos, dtype=np.int64)  # (n, t) live prefixes, best first
+    beams = np.full((1, 1), bos, dtype=np.int64)  # (B, t) live prefixes, best first
     scores = np.zeros(1)  # (n,) their summed log-probabilities
     finished = []  # (tokens after bos, score), in the order they finished
     for _ in range(max_len):
-        logp = next_log_probs(beams)  # (n, V)
+        logp = next_log_probs(beams)  # (B, vocab_size)
         cand = (scores[:, None] + logp).ravel()  # (n*V,)
         kept = np.argsort(-cand, kind="stable")[:beam_size]  # best first; ties keep (beam, token)
         beam, token = np.divmod(kept, logp.shape[1])
-        seqs = np.concatenate([beams[beam], token[:, None]], axis=1)  # (k, t+1)
+        seqs = np.concatenate([beams[beam], token[:, None]], axis=1)  # (B, t+1)
         done = token == eos
         finished += list(zip(seqs[done, 1:], cand[kept][done]))
         beams, scores = seqs[~done], cand[kept][~done]

@@ -11,7 +11,7 @@ One function per diagram, each returning its ``Figure``:
     flash_tiles             the tiles of FlashAttention: visited, masked on the diagonal, skipped
 
 Course notation: row form (a sequence is a matrix whose rows are tokens), B batch, T tokens,
-d_model, h = n_heads, d_k = d_v = d_model / h, vocab_size. Every diagram is drawn on a grid of
+d_model, n_heads, d_k = d_v = d_model / n_heads, vocab_size, T_src for a source. Every diagram is drawn on a grid of
 data units (``_canvas``) from three helpers: ``_box``, ``_arrow`` and ``_matrix``.
 """
 from __future__ import annotations
@@ -225,9 +225,10 @@ def _step(ax, x_from, x_to, y, label):
 def multi_head(n_heads=4):
     """Splitting into heads and merging back, with the shape after every step.
 
-    x W_q (B, T, d_model) -> reshape (B, T, h, d_k) -> swapaxes(1, 2) (B, h, T, d_k) ->
-    attention on every head at once -> (B, h, T, d_k) -> swapaxes back (B, T, h, d_k) ->
-    reshape (B, T, h·d_k = d_model) -> @ W_o (B, T, d_model). Head j owns features
+    x W_q (B, T, d_model) -> reshape (B, T, n_heads, d_k) -> swapaxes(1, 2)
+    (B, n_heads, T, d_k) -> attention on every head at once -> (B, n_heads, T, d_k) ->
+    swapaxes back (B, T, n_heads, d_k) -> reshape (B, T, n_heads·d_k = d_model) -> @ W_o
+    (B, T, d_model). Head j owns features
     j·d_k .. (j+1)·d_k - 1 (one colour per head). Keys and values are split the same way.
     """
     fig, ax = _canvas(19, 9.6)
@@ -238,36 +239,36 @@ def multi_head(n_heads=4):
     r = _tensor(ax, 0.4, y1, w, h, n_heads, "flat", "q = x_q W_q", "(B, T, d_model)")
     ax.text(0.25, m1, "T", ha="right", va="center", fontsize=8)
     _step(ax, r + 0.1, r + gap - 0.1, m1, "reshape")
-    r = _tensor(ax, r + gap, y1, w, h, n_heads, "cut", "features cut in h groups",
-                "(B, T, h, d_k)")
+    r = _tensor(ax, r + gap, y1, w, h, n_heads, "cut", "features cut in n_heads groups",
+                "(B, T, n_heads, d_k)")
     _step(ax, r + 0.1, r + gap + 0.2, m1, "swapaxes(1, 2)")
-    r = _tensor(ax, r + gap + 0.3, y1, w, h, n_heads, "stacked", "split_heads(q, h)",
-                "(B, h, T, d_k)")
+    r = _tensor(ax, r + gap + 0.3, y1, w, h, n_heads, "stacked", "split_heads(q, n_heads)",
+                "(B, n_heads, T, d_k)")
     _step(ax, r + 0.1, r + gap - 0.1, m1, "")
     x_att, w_att = r + gap, 4.4
     _box(ax, x_att, y1 - 0.1, w_att, h + 0.2, "attention_forward(q, k, v, mask)\n"
-         "on every head at once: the\nleading axes (B, h) ride along", COLORS["attention"],
+         "on every head at once: the\nleading axes (B, n_heads) ride along", COLORS["attention"],
          fontsize=8)
-    ax.text(x_att + w_att / 2, y1 + h + 0.3, "k, v: split the same way\n(B, h, T_k, d_k)",
+    ax.text(x_att + w_att / 2, y1 + h + 0.3, "k, v: split the same way\n(B, n_heads, T_k, d_k)",
             ha="center", va="bottom", fontsize=8)
 
     x_heads = x_att + w_att / 2 - 1.0
     _arrow(ax, (x_att + w_att / 2, y1 - 0.2), (x_att + w_att / 2, y2 + h + 1.1))
-    _tensor(ax, x_heads, y2, w, h, n_heads, "stacked", "heads", "(B, h, T, d_k)")
+    _tensor(ax, x_heads, y2, w, h, n_heads, "stacked", "heads", "(B, n_heads, T, d_k)")
     x_cut = x_heads - gap - 0.3 - w
     _step(ax, x_heads - 0.1, x_cut + w + 0.1, m2, "swapaxes(1, 2)")
-    _tensor(ax, x_cut, y2, w, h, n_heads, "cut", "", "(B, T, h, d_k)")
+    _tensor(ax, x_cut, y2, w, h, n_heads, "cut", "", "(B, T, n_heads, d_k)")
     x_cat = x_cut - gap - w
     _step(ax, x_cut - 0.1, x_cat + w + 0.1, m2, "reshape")
     # named as notebook 02 writes it (course_lib's merge_heads comes in notebook 06)
-    _tensor(ax, x_cat, y2, w, h, n_heads, "flat", "concat = Concat(head_1, …, head_h)",
-            "(B, T, h·d_k) = (B, T, d_model)")
+    _tensor(ax, x_cat, y2, w, h, n_heads, "flat", "concat = Concat(head_1, …, head_n_heads)",
+            "(B, T, n_heads·d_k) = (B, T, d_model)")
     x_out = x_cat - gap - w
     _step(ax, x_cat - 0.1, x_out + w + 0.1, m2, "@ W_o")
     _box(ax, x_out, y2, w, h, "out\n(B, T, d_model)", COLORS["ffn"], fontsize=8.5)
-    ax.text(0.4, 0.3, f"Drawn with h = n_heads = {n_heads} and d_k = d_model / h. Every box: one "
+    ax.text(0.4, 0.3, f"Drawn with n_heads = {n_heads} and d_k = d_model / n_heads. Every box: one "
             "row per token, one column per feature; head j (one colour) owns features\n"
-            "j·d_k … (j+1)·d_k − 1. Reshaping straight to (B, h, T, d_k) would cut the memory in "
+            "j·d_k … (j+1)·d_k − 1. Reshaping straight to (B, n_heads, T, d_k) would cut the memory in "
             "the wrong places. W_o mixes the heads' outputs.", fontsize=8, color="#555555")
     return fig
 
@@ -347,15 +348,15 @@ def _layer_stack(ax, x, y, width, parts):
 def encoder_decoder():
     """The encoder–decoder Transformer (Vaswani et al. 2017), Post-LN as in the paper.
 
-    Encoder: N layers of (self-attention, FFN), each with Add & Norm, over the source
-    (B, T_src, d_model). Decoder: N layers of (masked self-attention, cross-attention whose
+    Encoder: n_layers blocks of (self-attention, FFN), each with Add & Norm, over the source
+    (B, T_src, d_model). Decoder: n_layers blocks of (masked self-attention, cross-attention whose
     keys and values come from the encoder output, FFN), then a linear layer to vocab_size and a
-    softmax: next-token probabilities (B, T_tgt, vocab_size).
+    softmax: next-token probabilities (B, T, vocab_size).
     """
     fig, ax = _canvas(16.4, 14.2)
     w = 4.6
     ex, dx = 2.0, 9.4  # left edges of the encoder and decoder stacks
-    for x, text in ((ex, "source tokens (B, T_src)"), (dx, "target tokens, shifted right (B, T_tgt)")):
+    for x, text in ((ex, "source tokens (B, T_src)"), (dx, "target tokens, shifted right (B, T)")):
         ax.text(x + w / 2, 0.3, text, ha="center", fontsize=9)
         _arrow(ax, (x + w / 2, 0.65), (x + w / 2, 1.0))
         _box(ax, x, 1.0, w, 0.8, "embedding + positional encoding", COLORS["data"], fontsize=8.5)
@@ -370,9 +371,9 @@ def encoder_decoder():
         ("cross-attention\nQ: decoder · K, V: encoder", COLORS["attention"]),
         ("Add & Norm", COLORS["norm"]),
         ("feed-forward network", COLORS["ffn"]), ("Add & Norm", COLORS["norm"])])
-    ax.text(ex - 0.15, (enc[1] + enc[3]) / 2, "encoder\nN ×", ha="right", va="center",
+    ax.text(ex - 0.15, (enc[1] + enc[3]) / 2, "encoder\nn_layers ×", ha="right", va="center",
             fontsize=10)
-    ax.text(dx + w + 0.15, (dec[1] + dec[3]) / 2 + 1.5, "decoder\nN ×", ha="left", va="center",
+    ax.text(dx + w + 0.15, (dec[1] + dec[3]) / 2 + 1.5, "decoder\nn_layers ×", ha="left", va="center",
             fontsize=10)
     ax.text(dx + w + 0.15, centres[0], "query i sees\ntargets ≤ i", ha="left", va="center",
             fontsize=8)
@@ -394,7 +395,7 @@ def encoder_decoder():
     _arrow(ax, (x, y + 1.25), (x, y + 1.75))
     _box(ax, dx, y + 1.75, w, 0.75, "softmax over the vocabulary", COLORS["output"], fontsize=8.5)
     _arrow(ax, (x, y + 2.5), (x, y + 2.95))
-    ax.text(x, y + 3.0, "next-token probabilities\n(B, T_tgt, vocab_size)", ha="center",
+    ax.text(x, y + 3.0, "next-token probabilities\n(B, T, vocab_size)", ha="center",
             va="bottom", fontsize=9)
     ax.text(0.2, 14.0, "Encoder–decoder Transformer (2017; Post-LN: Add & Norm = LN(x + F(x)))",
             fontsize=10.5, fontweight="bold", va="top")
@@ -404,7 +405,7 @@ def encoder_decoder():
 def gpt():
     """The decoder-only stack of GPT (Pre-LN, as in GPT-2 and GPT-3).
 
-    Token ids (B, T) -> token embedding + position embedding (B, T, d_model) -> N layers of
+    Token ids (B, T) -> token embedding + position embedding (B, T, d_model) -> n_layers blocks of
     x + MaskedSelfAttention(LN(x)), then x + FFN(LN(x)) -> final LayerNorm -> linear to
     vocab_size: logits (B, T, vocab_size). No encoder, hence no cross-attention.
     """
@@ -443,7 +444,7 @@ def gpt():
     ax.add_patch(FancyBboxPatch((x0 - 0.3, frame_bottom), frame_right - x0 + 0.3,
                                 frame_top - frame_bottom, boxstyle="round,pad=0,rounding_size=0.2",
                                 facecolor="#f4f4f4", edgecolor="#666666", linewidth=1, zorder=0))
-    ax.text(x0 - 0.45, (frame_bottom + frame_top) / 2, "N ×", ha="right", va="center",
+    ax.text(x0 - 0.45, (frame_bottom + frame_top) / 2, "n_layers ×", ha="right", va="center",
             fontsize=10)
     ax.text(frame_right + 0.2, (frame_bottom + frame_top) / 2,
             "one GPT block (Pre-LN):\nx = x + attn(LN(x))\nx = x + FFN(LN(x))\n\n"

@@ -27,7 +27,7 @@ from course_lib.tokenize import BOS, EOS, PAD
 
 def next_token_probs(logits: torch.Tensor, temperature: float = 1.0,
                      top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
-    """logits: (B, V) -> the die to roll, probs (B, V), in this order:
+    """logits: (B, vocab_size) -> the die to roll, probs (B, vocab_size), in this order:
 
     1. temperature: softmax(logits / temperature);
     2. top-k: keep the k likeliest tokens (ties with the k-th are kept too);
@@ -41,7 +41,7 @@ def next_token_probs(logits: torch.Tensor, temperature: float = 1.0,
         logits = logits.masked_fill(logits < kth, float("-inf"))
     probs = torch.softmax(logits, dim=-1)
     if top_p is not None and top_p < 1.0:
-        sorted_p, order = probs.sort(dim=-1, descending=True)  # (B, V) each
+        sorted_p, order = probs.sort(dim=-1, descending=True)  # (B, vocab_size) each
         before = sorted_p.cumsum(dim=-1) - sorted_p  # mass of the likelier tokens
         drop = torch.zeros_like(probs, dtype=torch.bool).scatter(-1, order, before >= top_p)
         probs = probs.masked_fill(drop, 0.0)
@@ -73,7 +73,7 @@ def sample(model, idx: torch.Tensor, max_new_tokens: int, temperature: float = 1
             fed = idx.shape[1]
         else:
             logits, _ = model(idx[:, -model.block_size:])
-        last = logits[:, -1, :]  # (B, V): the distribution of the next token
+        last = logits[:, -1, :]  # (B, vocab_size): the distribution of the next token
         if temperature == 0:
             nxt = last.argmax(dim=-1, keepdim=True)
         else:
@@ -107,7 +107,7 @@ def next_log_probs(model, tgt_in, memory, src) -> torch.Tensor:
 def greedy_decode(model, src: torch.Tensor, max_len: int = 32) -> torch.Tensor:
     """The likeliest token at every step, until </s> (or ``max_len`` tokens).
 
-    src: (B, S). Returns (B, L) ids without the <s>, L <= max_len: each row ends with its
+    src: (B, T_src). Returns (B, T) ids without the <s>, T <= max_len: each row ends with its
     </s> (unless it ran out of steps) followed by <pad>. Stops as soon as every row is done.
     """
     was_training = model.training
@@ -142,34 +142,34 @@ def beam_search(model, src: torch.Tensor, beam_size: int = 4, max_len: int = 32,
     so short outputs would win -- and the best one is returned (ties: the one finished
     first); a source with no finished output returns its best live beam the same way.
 
-    src: (B, S). Returns tokens (B, L) laid out as in ``greedy_decode`` and the normalised
+    src: (B, T_src). Returns tokens (B, T) laid out as in ``greedy_decode`` and the normalised
     scores (B,) of the returned sequences.
     """
     was_training = model.training
     model.eval()
-    B, k, dev = src.shape[0], beam_size, src.device
-    src = src.repeat_interleave(k, dim=0)  # (B*k, S): beam j of source b is row b*k + j
-    memory = model.encode(src)  # (B*k, S, d_model)
-    seqs = torch.full((B * k, 1), BOS, dtype=torch.long, device=dev)
-    scores = torch.full((B, k), float("-inf"), device=dev)
-    scores[:, 0] = 0.0  # all beams start as the same <s>: keep one, or we get k copies
+    B, beams, dev = src.shape[0], beam_size, src.device
+    src = src.repeat_interleave(beams, dim=0)  # (B*beams, T_src): beam j of b is row b*beams + j
+    memory = model.encode(src)  # (B*beams, T_src, d_model)
+    seqs = torch.full((B * beams, 1), BOS, dtype=torch.long, device=dev)
+    scores = torch.full((B, beams), float("-inf"), device=dev)
+    scores[:, 0] = 0.0  # all beams start as the same <s>: keep one, or we get `beams` copies
     best = torch.full((B,), float("-inf"), device=dev)  # best normalised finished score
     best_seq = torch.full((B, max_len), PAD, dtype=torch.long, device=dev)
-    offsets = torch.arange(B, device=dev)[:, None] * k  # (B, 1)
+    offsets = torch.arange(B, device=dev)[:, None] * beams  # (B, 1)
     for t in range(1, max_len + 1):  # t: tokens generated so far, after this step
-        logp = next_log_probs(model, seqs, memory, src).view(B, k, -1)  # (B, k, V)
+        logp = next_log_probs(model, seqs, memory, src).view(B, beams, -1)  # (B, beams, vocab_size)
         V = logp.shape[-1]
-        cand = (scores[:, :, None] + logp).view(B, k * V)  # dead beams propose only -inf
-        scores, flat = cand.topk(k, dim=-1)  # (B, k) each, best first
-        rows = (flat // V + offsets).view(-1)  # (B*k,): the beam each candidate extends
-        seqs = torch.cat([seqs[rows], (flat % V).view(-1, 1)], dim=1)  # (B*k, t+1)
-        ended = ((flat % V) == EOS) & (scores > float("-inf"))  # (B, k)
+        cand = (scores[:, :, None] + logp).view(B, beams * V)  # dead beams propose only -inf
+        scores, flat = cand.topk(beams, dim=-1)  # (B, beams) each, best first
+        rows = (flat // V + offsets).view(-1)  # (B*beams,): the beam each candidate extends
+        seqs = torch.cat([seqs[rows], (flat % V).view(-1, 1)], dim=1)  # (B*beams, t+1)
+        ended = ((flat % V) == EOS) & (scores > float("-inf"))  # (B, beams)
         if ended.any():  # finished outputs leave the beam; keep the best per source
             normalised = torch.where(ended, scores / t ** alpha, float("-inf"))
             top, j = normalised.max(dim=-1)  # (B,): the first of equal ones
             better = top > best
             best = torch.where(better, top, best)
-            best_seq[better, :t] = seqs.view(B, k, -1)[better, j[better], 1:]
+            best_seq[better, :t] = seqs.view(B, beams, -1)[better, j[better], 1:]
             best_seq[better, t:] = PAD
             scores = scores.masked_fill(ended, float("-inf"))
         if (scores == float("-inf")).all():
@@ -178,7 +178,7 @@ def beam_search(model, src: torch.Tensor, beam_size: int = 4, max_len: int = 32,
     if alive.any():
         j = scores.argmax(dim=-1)  # (B,)
         length = seqs.shape[1] - 1
-        last = seqs.view(B, k, -1)[torch.arange(B, device=dev), j, 1:]  # (B, length)
+        last = seqs.view(B, beams, -1)[torch.arange(B, device=dev), j, 1:]  # (B, length)
         best_seq[alive, :length] = last[alive]
         best = torch.where(alive, scores.gather(1, j[:, None])[:, 0] / length ** alpha, best)
     model.train(was_training)

@@ -29,7 +29,7 @@ EPS = 1e-5
 def batchnorm_forward(x, gamma, beta, running=None, eps=EPS):
     """Batch norm: each feature normalised with statistics over the batch (and time) axes.
 
-    x: (M, d) or (B, T, d); gamma, beta: (d,).
+    x: (B, d_model) or (B, T, d_model); gamma, beta: (d_model,).
     running: None while training (use this batch's statistics), or (mean, var) each (d,)
     at test time (use the running averages collected during training).
     Returns (out, (mean, var)): out has x's shape; mean, var are the statistics used.

@@ -102,7 +102,7 @@ class NgramLM(torch.nn.Module):
         self.unigram = (unigram + 1.0) / (unigram.sum() + V)
         self.tables = []
         for m in range(2, self.n + 1):
-            windows = sliding_window_view(ids, m)  # (T-m+1, m)
+            windows = sliding_window_view(ids, m)  # (T-order+1, order)
             full = self._key(windows[:, :-1]) * V + windows[:, -1]
             full, count = np.unique(full, return_counts=True)
             ctx, first, types = np.unique(full // V, return_index=True, return_counts=True)
@@ -111,14 +111,14 @@ class NgramLM(torch.nn.Module):
         return self
 
     def _key(self, contexts: np.ndarray) -> np.ndarray:
-        """One int64 per context row (N, m-1): its tokens as digits in base vocab_size."""
+        """One int64 per context row (rows, order-1): its tokens as digits in base vocab_size."""
         key = np.zeros(len(contexts), dtype=np.int64)
         for j in range(contexts.shape[1]):
             key = key * self.vocab_size + contexts[:, j]
         return key
 
     def probs(self, contexts: np.ndarray) -> np.ndarray:
-        """contexts: (N, n-1) ids, oldest first, -1 where there is none -> (N, vocab_size)."""
+        """contexts: (rows, n-1) ids, oldest first, -1 where there is none -> (rows, vocab_size)."""
         V = self.vocab_size
         p = np.tile(self.unigram, (len(contexts), 1))
         for m, (full, count, ctx, total, types) in enumerate(self.tables, start=2):

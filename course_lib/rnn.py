@@ -1,7 +1,7 @@
 """Recurrent language models: Elman RNN and LSTM (CS182 slides, "RNN", "LSTM", "RNN-LM + Loss").
 
 Row convention (one example per row, as in the rest of the course): for a batch of B
-sequences of T inputs of size D and a hidden state of size H,
+sequences of T inputs of size d_in and a hidden state of size H,
 
     a_t = x_t W_xh + h_{t-1} W_hh + b,   h_t = tanh(a_t)          (Elman; CS182 slides: a_t, h_t)
     y_t = softmax(h_t W_hy + b_y),       loss = sum_t -log y_t[w*_t]
@@ -31,7 +31,7 @@ def sigmoid(z):
 def rnn_forward(x, h0, Wxh, Whh, b):
     """Run the Elman recurrence over a sequence.
 
-    x: (B, T, D), h0: (B, H), Wxh: (D, H), Whh: (H, H), b: (H,).
+    x: (B, T, d_in), h0: (B, H), Wxh: (d_in, H), Whh: (H, H), b: (H,).
     Returns h: (B, T, H) with h[:, t] = tanh(x[:, t] Wxh + h[:, t-1] Whh + b) (h[:, -1] = h0
     for t = 0), and cache = (x, h0, Wxh, Whh, h) for ``rnn_backward``.
     """
@@ -51,7 +51,7 @@ def rnn_backward(dh, cache):
     recurrence (the output layer at step t). Walking t = T-1 .. 0, the total gradient at h_t
     is dh[:, t] plus what flows back from step t+1; the weights are shared, so their
     gradients are *sums* over all steps.
-    Returns (dx (B, T, D), dh0 (B, H), dWxh (D, H), dWhh (H, H), db (H,)).
+    Returns (dx (B, T, d_in), dh0 (B, H), dWxh (d_in, H), dWhh (H, H), db (H,)).
     """
     x, h0, Wxh, Whh, h = cache
     T = x.shape[1]
@@ -115,7 +115,7 @@ def rnn_lm_loss(params: dict, idx, targets):
 def lstm_cell_forward(x, h_prev, c_prev, W, b):
     """One LSTM step with gates stacked as in the CS182 slides: (i, f, o, g).
 
-    x: (B, D), h_prev, c_prev: (B, H), W: (H + D, 4H) acting on [h_prev, x], b: (4H,).
+    x: (B, d_in), h_prev, c_prev: (B, H), W: (H + d_in, 4H) acting on [h_prev, x], b: (4H,).
     i, f, o = sigmoid(.) gates in (0, 1); g = tanh(.) the candidate; then
     c = f * c_prev + i * g (forget some history, add some new) and h = o * tanh(c).
     Returns (h, c, cache), h and c of shape (B, H).
@@ -132,7 +132,7 @@ def lstm_cell_forward(x, h_prev, c_prev, W, b):
 def lstm_cell_backward(dh, dc, cache):
     """Gradients of one LSTM step. dh, dc: (B, H) arriving at h and c.
 
-    Returns (dx (B, D), dh_prev (B, H), dc_prev (B, H), dW (H + D, 4H), db (4H,)).
+    Returns (dx (B, d_in), dh_prev (B, H), dc_prev (B, H), dW (H + d_in, 4H), db (4H,)).
     """
     x, h_prev, c_prev, W, i, f, o, g, c = cache
     H = h_prev.shape[1]
@@ -146,7 +146,7 @@ def lstm_cell_backward(dh, dc, cache):
 
 
 def lstm_forward(x, h0, c0, W, b):
-    """The LSTM cell applied along a sequence. x: (B, T, D) -> h: (B, T, H)."""
+    """The LSTM cell applied along a sequence. x: (B, T, d_in) -> h: (B, T, H)."""
     h, c, hs = h0, c0, []
     for t in range(x.shape[1]):
         h, c, _ = lstm_cell_forward(x[:, t], h, c, W, b)
@@ -159,8 +159,8 @@ def lstm_forward(x, h0, c0, W, b):
 class ElmanFunction(torch.autograd.Function):
     """The Elman recurrence in torch with the hand-derived BPTT as its backward.
 
-    Same equations and shapes as ``rnn_forward``/``rnn_backward`` (x: (B, T, D), h0: (B, H),
-    Wxh: (D, H), Whh: (H, H), b: (H,) -> h: (B, T, H)), batched on any device; this is what
+    Same equations and shapes as ``rnn_forward``/``rnn_backward`` (x: (B, T, d_in), h0: (B, H),
+    Wxh: (d_in, H), Whh: (H, H), b: (H,) -> h: (B, T, H)), batched on any device; this is what
     trains ``CharRNN(cell="rnn")``, so the derivation in notebook 01 is the one in use.
     """
 

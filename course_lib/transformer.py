@@ -68,15 +68,15 @@ def padding_keys(ids, pad_id: int = PAD):
 def attention_masks(src, tgt_in, pad_id: int = PAD):
     """The three boolean masks of the encoder-decoder (True: the query may see the key).
 
-    src: (B, S) source ids; tgt_in: (B, T) decoder input ids; numpy arrays or torch tensors
+    src: (B, T_src) source ids; tgt_in: (B, T) decoder input ids; numpy arrays or torch tensors
     (the masks come back as the same kind, on the same device).
     Returns
-      enc_mask   (B, 1, 1, S): encoder self-attention, no query sees a source <pad>;
-      cross_mask (B, 1, 1, S): encoder-decoder attention, the same source padding;
+      enc_mask   (B, 1, 1, T_src): encoder self-attention, no query sees a source <pad>;
+      cross_mask (B, 1, 1, T_src): encoder-decoder attention, the same source padding;
       dec_mask   (B, 1, T, T): decoder self-attention, no <pad> and nothing in the future.
     The axes of size 1 broadcast over heads and queries.
     """
-    src_keys = padding_keys(src, pad_id)  # (B, 1, 1, S)
+    src_keys = padding_keys(src, pad_id)  # (B, 1, 1, T_src)
     causal = causal_mask(tgt_in.shape[1])  # (T, T)
     if isinstance(tgt_in, torch.Tensor):
         causal = torch.from_numpy(causal).to(tgt_in.device)
@@ -92,11 +92,11 @@ def _add_norm(x, sublayer, norm, order):
 
 
 def encoder_block(x, p, n_heads, mask=None, order="post"):
-    """One encoder block in numpy. x: (B, S, d_model) -> (B, S, d_model).
+    """One encoder block in numpy. x: (B, T_src, d_model) -> (B, T_src, d_model).
 
     p: dict of numpy arrays, as ``block_params`` returns: "self_attn" (W_q, W_k, W_v, W_o),
     "norm1", "norm2" (gamma, beta), "ffn" (W1, b1, W2, b2). mask: broadcastable to
-    (B, n_heads, S, S), e.g. enc_mask of ``attention_masks``.
+    (B, n_heads, T_src, T_src), e.g. enc_mask of ``attention_masks``.
     """
     x = _add_norm(x, lambda h: mha_forward(h, h, *p["self_attn"], n_heads, mask)[0],
                   p["norm1"], order)
@@ -104,12 +104,12 @@ def encoder_block(x, p, n_heads, mask=None, order="post"):
 
 
 def decoder_block(y, memory, p, n_heads, self_mask=None, cross_mask=None, order="post"):
-    """One decoder block in numpy. y: (B, T, d_model), memory: (B, S, d_model), the
+    """One decoder block in numpy. y: (B, T, d_model), memory: (B, T_src, d_model), the
     encoder's output -> (B, T, d_model).
 
     Masked self-attention over y, then encoder-decoder attention (queries from y, keys and
     values from memory), then the FFN. p as in ``encoder_block`` plus "cross_attn" and
-    "norm3". self_mask: (B, 1, T, T); cross_mask: (B, 1, 1, S).
+    "norm3". self_mask: (B, 1, T, T); cross_mask: (B, 1, 1, T_src).
     """
     y = _add_norm(y, lambda h: mha_forward(h, h, *p["self_attn"], n_heads, self_mask)[0],
                   p["norm1"], order)
@@ -158,7 +158,7 @@ class AddNorm(nn.Module):
 
 
 class EncoderBlock(nn.Module):
-    """Self-attention, then the FFN, each inside Add & Norm. (B, S, d_model) -> same."""
+    """Self-attention, then the FFN, each inside Add & Norm. (B, T_src, d_model) -> same."""
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
@@ -195,7 +195,7 @@ class DecoderBlock(nn.Module):
 class Transformer(nn.Module):
     """The encoder-decoder Transformer for sequence-to-sequence tasks.
 
-    forward(src (B, S), tgt_in (B, T), targets (B, T) or None) -> (logits (B, T, vocab_size),
+    forward(src (B, T_src), tgt_in (B, T), targets (B, T) or None) -> (logits (B, T, vocab_size),
     loss): the mean cross-entropy over the target positions that are not <pad>, or None.
     ``encode`` and ``decode`` are the two halves, for decoding one token at a time.
     One embedding matrix W^E (vocab_size, d_model) serves the source, the target and the
@@ -226,15 +226,15 @@ class Transformer(nn.Module):
         return self.drop(x)  # (B, T, d_model)
 
     def encode(self, src):
-        """src (B, S) -> memory (B, S, d_model), the encoder's output."""
-        mask = padding_keys(src, self.cfg.pad_id)  # (B, 1, 1, S)
+        """src (B, T_src) -> memory (B, T_src, d_model), the encoder's output."""
+        mask = padding_keys(src, self.cfg.pad_id)  # (B, 1, 1, T_src)
         x = self.embed_tokens(src)
         for block in self.encoder:
             x = block(x, mask)
         return self.enc_norm(x)
 
     def decode(self, tgt_in, memory, src):
-        """tgt_in (B, T), memory (B, S, d_model), src (B, S) for its padding ->
+        """tgt_in (B, T), memory (B, T_src, d_model), src (B, T_src) for its padding ->
         logits (B, T, vocab_size) for the token after each position."""
         _, cross_mask, dec_mask = attention_masks(src, tgt_in, self.cfg.pad_id)
         y = self.embed_tokens(tgt_in)

@@ -168,7 +168,7 @@ def pad(seqs: list[list[int]], length: int | None = None) -> np.ndarray:
 
 
 def encode_pairs(tokenizer: BPETokenizer, pairs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(source, target) strings -> src (N, S), tgt_in (N, T), tgt_out (N, T), <pad>-filled.
+    """(source, target) strings -> src (N, T_src), tgt_in (N, T), tgt_out (N, T), <pad>-filled.
 
     S is the longest source in tokens; T is one more than the longest target.
     """

@@ -489,9 +489,9 @@ BACKWARD = Exercise(
 
 
 # ----------------------------------------------------------------------------- backward, column form
-def _col_case(rng, d, h, T, causal, scale=1.0):
+def _col_case(rng, d, d_k, T, causal, scale=1.0):
     X = _randn(rng, d, T)
-    A, B, C = (_randn(rng, h, d, scale=scale / np.sqrt(d)) for _ in range(3))
+    A, B, C = (_randn(rng, d_k, d, scale=scale / np.sqrt(d)) for _ in range(3))
     Z, cache = ref.self_attention_col_forward(X, A, B, C, causal)
     return {"E": _randn(rng, *Z.shape), "X": X, "A": A, "B": B, "C": C, "Att": cache[-1]}
 
@@ -555,7 +555,7 @@ BACKWARD_COL = Exercise(
     features=shape_features(**{
         "a single position (T = 1)": lambda c: c["X"].shape[1] == 1,
         "causal (zeros in Att)": lambda c: not c["Att"].all()}),
-    dims=lambda c: {"h": c["A"].shape[0], "d": c["X"].shape[0], "T": c["X"].shape[1]},
+    dims=lambda c: {"d_k": c["A"].shape[0], "d": c["X"].shape[0], "T": c["X"].shape[1]},
     held_constant={"the queries Q = A X": _col_held("Q"), "the keys K = B X": _col_held("K"),
                    "the values V = C X": _col_held("V")},
     equivalent={
@@ -575,10 +575,12 @@ BACKWARD_COL = Exercise(
     mistakes=(
         Mistake("dA and dB swapped",
                 "c_it = q_i . k_t: dF/dq_i sums over t with k_t, so the first block of P "
-                "is K G^T / sqrt(h) and the second Q G / sqrt(h).",
+                "is K G^T / sqrt(d_k) and the second Q G / sqrt(d_k) (d_k = A.shape[0], the "
+                "blog's h).",
                 _col_backward_with(blocks=(1, 0, 2))),
-        Mistake("missing 1/sqrt(h) in dA and dB",
-                "c_it is divided by sqrt(h), so are the first two blocks of P.",
+        Mistake("missing 1/sqrt(d_k) in dA and dB",
+                "c_it is divided by sqrt(d_k) (the blog's sqrt(h)), so are the first two blocks "
+                "of P.",
                 _col_backward_with(scale_qk=False)),
         Mistake("softmax backward taken row-wise instead of column-wise",
                 "in the column form each *column* of Att is one softmax: sum over axis 0.",

@@ -256,7 +256,7 @@ def _masks(src, tgt_in, pad_id=0):
 
 
 def _full(case, masks):
-    """The masks broadcast to (B, 1, T_q, T_k): enc (S, S), cross (T, S), dec (T, T)."""
+    """The masks broadcast to (B, 1, T_q, T_k): enc (T_src, T_src), cross (T, T_src), dec (T, T)."""
     (B, S), T = case["src"].shape, case["tgt_in"].shape[1]
     return tuple(np.broadcast_to(m, shape) for m, shape in
                  zip(masks, ((B, 1, S, S), (B, 1, T, S), (B, 1, T, T))))
@@ -292,8 +292,8 @@ def _causal(ids):
 
 MASK_MISTAKES = (
     Mistake("masks right, shapes wrong",
-            "return the shapes of the signature: enc_mask and cross_mask (B, 1, 1, S), dec_mask "
-            "(B, 1, T, T), so that they broadcast over heads (and over queries).",
+            "return the shapes of the signature: enc_mask and cross_mask (B, 1, 1, T_src), "
+            "dec_mask (B, 1, T, T), so that they broadcast over heads (and over queries).",
             lambda **c: _full(c, _masks(**c)), detect=_same_masks),
     _mask_mistake("causal mask missing in the decoder",
                   "decoder position t must not see positions after t: combine the target's "
@@ -322,12 +322,12 @@ MASK_MISTAKES = (
                   lambda src, tgt_in, pad_id=0: _masks(src, tgt_in, 0)),
 )
 MASK_FEATURES = shape_features(**{
-    "S ≠ T": lambda c: c["src"].shape[1] != c["tgt_in"].shape[1],
+    "T_src ≠ T": lambda c: c["src"].shape[1] != c["tgt_in"].shape[1],
     "padding in the source": lambda c: (c["src"] == c["pad_id"]).any(),
     "padding in the target": lambda c: (c["tgt_in"] == c["pad_id"]).any(),
     "pad_id other than 0": lambda c: c["pad_id"] != 0,
     "a single sequence (B = 1)": lambda c: len(c["src"]) == 1,
-    "S = T = 1": lambda c: c["src"].shape[1] == c["tgt_in"].shape[1] == 1})
+    "T_src = T = 1": lambda c: c["src"].shape[1] == c["tgt_in"].shape[1] == 1})
 
 
 # ============================================================================ embedding
@@ -530,7 +530,7 @@ BLOCK_FEATURES = shape_features(**{
     "one head": lambda c: c["n_heads"] == 1,
     "a single sequence (B = 1)": lambda c: len(c.get("x", c.get("y"))) == 1,
     "no mask": lambda c: "mask" in c and c["mask"] is None,
-    "S ≠ T": lambda c: "memory" in c and c["memory"].shape[1] != c["y"].shape[1],
+    "T_src ≠ T": lambda c: "memory" in c and c["memory"].shape[1] != c["y"].shape[1],
     "padding in the target": lambda c: "self_mask" in c and not c["self_mask"][:, :, -1].all()})
 
 
@@ -635,15 +635,15 @@ def _beam_with(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0,
     not finishing a beam, bos counted in the length, the score returned before normalisation
     (the reference is kept free of these switches, so that its mutants are the learner's).
     """
-    beams = np.full((1, 1), bos, dtype=np.int64)  # (n, t) live prefixes, best first
+    beams = np.full((1, 1), bos, dtype=np.int64)  # (B, t) live prefixes, best first
     scores = np.zeros(1)  # (n,) their summed log-probabilities
     finished = []  # (tokens after bos, score), in the order they finished
     for _ in range(max_len):
-        logp = next_log_probs(beams)  # (n, V)
+        logp = next_log_probs(beams)  # (B, vocab_size)
         cand = (scores[:, None] + (np.exp(logp) if probabilities else logp)).ravel()  # (n*V,)
         kept = np.argsort(-cand, kind="stable")[:beam_size]  # best first; ties keep (beam, token)
         beam, token = np.divmod(kept, logp.shape[1])
-        seqs = np.concatenate([beams[beam], token[:, None]], axis=1)  # (k, t+1)
+        seqs = np.concatenate([beams[beam], token[:, None]], axis=1)  # (B, t+1)
         done = (token == eos) & stop_at_eos
         finished += list(zip(seqs[done, 1:], cand[kept][done]))
         beams, scores = seqs[~done], cand[kept][~done]
@@ -798,7 +798,7 @@ EQUIVALENT = {
             "an np.intp index picks the same entry of the pool list",
         "beam_search: np.concatenate([beams[beam], token[:, None]], axis=1) -> "
         "np.concatenate([beams[beam], token[:, None]], axis=-1)":
-            "beams[beam] and token[:, None] are 2-D (n, t): axis -1 is axis 1",
+            "beams[beam] and token[:, None] are 2-D (B, t): axis -1 is axis 1",
         "beam_search: beams -> seqs #4": "the live beams are read only when nothing finished: "
             "then no candidate of the last step ended with eos, and seqs is the live beams"},
 }
@@ -847,8 +847,8 @@ EXERCISES = [
     Exercise(
         id="encdec.masks",
         function="attention_masks",
-        signature="attention_masks(src, tgt_in, pad_id=0) -> (enc_mask (B, 1, 1, S), "
-                  "cross_mask (B, 1, 1, S), dec_mask (B, 1, T, T))",
+        signature="attention_masks(src, tgt_in, pad_id=0) -> (enc_mask (B, 1, 1, T_src), "
+                  "cross_mask (B, 1, 1, T_src), dec_mask (B, 1, T, T))",
         cases=_mask_cases,
         reference=_masks,
         points=2,

@@ -238,9 +238,10 @@ def tiled_forward(Q, K, V, causal=False, block_q=4, block_k=4, *, rescale_out=Tr
             m_new = np.maximum(m, S.max(axis=-1))
             shift = finite_shift(m_new) if guard_max else m_new
             alpha = np.ones_like(m) if alpha_after_update else np.exp(m - shift)
-            P = np.exp(S - (m if old_max else shift)[..., None])
-            l = alpha ** rescale_l * l + P.sum(axis=-1)
-            acc = (alpha[..., None] if rescale_out else 1.0) * acc + P @ V[..., k0:k0 + block_k, :]
+            A_tilde = np.exp(S - (m if old_max else shift)[..., None])
+            l = alpha ** rescale_l * l + A_tilde.sum(axis=-1)
+            rescale = alpha[..., None] if rescale_out else 1.0
+            acc = rescale * acc + A_tilde @ V[..., k0:k0 + block_k, :]
             if divide_inside:
                 acc = acc / (np.where(l == 0, 1.0, l) if guard_l else l)[..., None]
             m = m_new
@@ -341,16 +342,16 @@ def _forward_with(**switches):
 FORWARD_MISTAKES = (
     Mistake("running output not rescaled",
             "the running output holds sum_j exp(s_j - m) v_j for the old maximum m: multiply it "
-            "by alpha = exp(m - m') too, as you do l, before adding P @ V.",
+            "by alpha = exp(m - m') too, as you do l, before adding A_tilde @ V.",
             _forward_with(rescale_out=False)),
     Mistake("rescaling factor taken after the maximum was overwritten (alpha = 1)",
             "compute alpha = exp(m - m_new) while m still holds the old maximum; set m = m_new "
             "only at the end of the step.", _forward_with(alpha_after_update=True)),
     Mistake("running maximum not updated before exponentiating",
-            "compute m_new = max(m, rowmax(S)) first, then P = exp(S - m_new), not exp(S - m) "
-            "with the old maximum (which starts at -inf).", _forward_with(old_max=True)),
+            "compute m_new = max(m, rowmax(S)) first, then A_tilde = exp(S - m_new), not "
+            "exp(S - m) with the old maximum (which starts at -inf).", _forward_with(old_max=True)),
     Mistake("normaliser rescaled twice",
-            "l becomes alpha * l + rowsum(P): one factor alpha per step.",
+            "l becomes alpha * l + rowsum(A_tilde): one factor alpha per step.",
             _forward_with(rescale_l=2)),
     Mistake("output divided by l inside the loop",
             "divide the running output by l once, after the last key block; dividing at every "
@@ -449,8 +450,8 @@ def tiled_backward(dout, Q, K, V, out, lse, causal=False, block_q=4, block_k=4, 
                    guard=True, diagonal_skipped=False):
     """FlashAttention's backward, tile by tile: dQ, dK, dV shaped like Q, K, V.
 
-    Per tile: A = exp(S - lse); dV_j += A^T dout_i; dA = dout_i V_j^T; dS = A * (dA - D_i);
-    dQ_i += dS K_j / sqrt(d_k); dK_j += dS^T Q_i / sqrt(d_k), with D = rowsum(dout * out).
+    Per tile: A = exp(S - lse); dV_j += A^T dout_i; dA = dout_i V_j^T; dS = A * (dA - delta_i);
+    dQ_i += dS K_j / sqrt(d_k); dK_j += dS^T Q_i / sqrt(d_k), with delta = rowsum(dout * out).
     The keyword-only switches model mistakes (see BACKWARD_MISTAKES); ``scale_twice`` is
     "dK" (Q scaled before the scores, and dK scaled again) or "both" (dS and dQ, dK scaled);
     ``tile_softmax`` is "guarded" (a row of -inf gets weights 0) or "plain" (NaN there).
@@ -458,7 +459,7 @@ def tiled_backward(dout, Q, K, V, out, lse, causal=False, block_q=4, block_k=4, 
     T_q, T_k = Q.shape[-2], K.shape[-2]
     offset = T_k - T_q
     scale = 1.0 / np.sqrt(Q.shape[-1])
-    D = (dout * out).sum(axis=-1)  # (..., T_q)
+    delta = (dout * out).sum(axis=-1)  # (..., T_q)
     lse = np.where(np.isfinite(lse), lse, np.inf) if guard else lse
     dQ, dK, dV = np.zeros_like(Q), np.zeros_like(K), np.zeros_like(V)
     for q0 in range(0, T_q, block_q):
@@ -479,7 +480,7 @@ def tiled_backward(dout, Q, K, V, out, lse, causal=False, block_q=4, block_k=4, 
                 A = np.exp(S - lse[..., q0:q0 + rows, None])
             dV[..., k0:k0 + block_k, :] += (_swapT(A) if dv_transpose else A) @ dOi
             dA = dOi @ _swapT(Vj)
-            Di = (dA * A).sum(axis=-1) if D_from_tile else D[..., q0:q0 + rows]
+            Di = (dA * A).sum(axis=-1) if D_from_tile else delta[..., q0:q0 + rows]
             dS = A * (dA - Di[..., None]) if use_D else A * dA
             s = (scale if scaled else 1.0) * (scale if scale_twice == "both" else 1.0)
             dQ[..., q0:q0 + rows, :] += dS @ Kj * s
@@ -508,12 +509,12 @@ def _backward_with(**switches):
 
 
 BACKWARD_MISTAKES = (
-    Mistake("D computed from the tile's weights instead of rowsum(dout ∘ out)",
+    Mistake("delta computed from the tile's weights instead of rowsum(dout ∘ out)",
             "the softmax backward subtracts sum_j dA_ij A_ij over ALL keys of query i; one "
-            "tile holds only some of them. That sum equals D_i = rowsum(dout_i * out_i): "
-            "compute D once, before the loops.", _backward_with(D_from_tile=True)),
-    Mistake("softmax backward missing the D term",
-            "dS = A * (dA - D), with D = rowsum(dout * out) broadcast along the keys.",
+            "tile holds only some of them. That sum equals delta_i = rowsum(dout_i * out_i): "
+            "compute delta once, before the loops.", _backward_with(D_from_tile=True)),
+    Mistake("softmax backward missing the delta term",
+            "dS = A * (dA - delta), with delta = rowsum(dout * out) broadcast along the keys.",
             _backward_with(use_D=False)),
     Mistake("weights recomputed by a softmax over the tile",
             "a tile's weights are A = exp(S - lse), with lse saved by the forward for the "

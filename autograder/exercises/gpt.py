@@ -321,7 +321,7 @@ PROBS_FEATURES = shape_features(**{
 
 
 # Mutants that no legitimate input tells from the reference (autograder.judge.adequacy).
-_AXIS_1 = "logits are (B, V): on a 2-D array axis 1 is axis -1"
+_AXIS_1 = "logits are (B, vocab_size): on a 2-D array axis 1 is axis -1"
 _DEFAULT_AXIS = "the call's default axis is -1 already (softmax, np.sort, np.argsort, take_along_axis)"
 _P = "next_token_probs: "
 PROBS_EQUIVALENT = {
@@ -341,10 +341,12 @@ PROBS_EQUIVALENT = {
     _P + "np.take_along_axis(probs, order, axis=-1) -> np.take_along_axis(probs, order)":
         _DEFAULT_AXIS,
     _P + "np.sort(probs, axis=-1) -> np.sort(probs)": _DEFAULT_AXIS,
-    # softmax's own reductions: next_token_probs calls it once, with axis=-1 on (B, V) logits
+    # softmax's own reductions: next_token_probs calls it once, with axis=-1 on
+    # (B, vocab_size) logits
     **{f"softmax: np.{f}({v}, axis=axis, keepdims=True) -> np.{f}({v}, keepdims=True, "
-       f"axis={a})": "softmax is only called with axis=-1, on 2-D (B, V) logits: axis -1 and "
-       "axis 1 are `axis` there" for f, v in (("max", "z"), ("sum", "e")) for a in ("-1", "1")},
+       f"axis={a})": "softmax is only called with axis=-1, on 2-D (B, vocab_size) logits: "
+       "axis -1 and axis 1 are `axis` there"
+       for f, v in (("max", "z"), ("sum", "e")) for a in ("-1", "1")},
     "softmax: a line that updates `z` is missing": "z = np.asarray(z) on logits / temperature, "
         "already an array",
     "softmax: a line that updates `m` is missing": "np.where(np.isfinite(m), m, 0.0) changes m "
@@ -354,7 +356,7 @@ PROBS_EQUIVALENT = {
 # ============================================================================ the KV cache
 def stepped(idx, params, n_heads, *, whole_prefix=False, fixed_position=False,
             mask_first_key=False, attend_before_append=False, shared_cache=False):
-    """What a KV-cached step returns for every position of idx (B, T): logits (B, T, V).
+    """What a KV-cached step returns for every position of idx (B, T): logits (B, T, vocab_size).
 
     The right step equals ``gpt_forward``: for the new token at position t, its keys and
     values join the cache, and its one query attends to the cached keys 0..t (no mask is
@@ -464,7 +466,8 @@ EXERCISES = [
     Exercise(
         id="gpt.next_token_probs",
         function="next_token_probs",
-        signature="next_token_probs(logits, temperature=1.0, top_k=None, top_p=None) -> probs (B, V)",
+        signature="next_token_probs(logits, temperature=1.0, top_k=None, top_p=None) "
+                  "-> probs (B, vocab_size)",
         cases=_probs_cases,
         reference=next_token_probs,
         points=3,

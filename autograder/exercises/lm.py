@@ -366,7 +366,7 @@ def _large(W):
 
 def _rnn_dims(c):
     x = _rnn_x(c)
-    return {"T": x.shape[1], "B": x.shape[0], "D": x.shape[2]}
+    return {"T": x.shape[1], "B": x.shape[0], "d_in": x.shape[2]}
 
 
 EXERCISES = [

@@ -61,7 +61,7 @@ def tiled_backward(dout, q, k, v, out, lse, causal=False, mask=None, block_q=BLO
                    block_k=BLOCK_K):
     """Gradients of ``tiled_forward``: dq (..., T_q, d_k), dk (..., T_k, d_k), dv (..., T_k, d_v).
 
-    Each tile's weights are recomputed as exp(S - lse); D = rowsum(dout * out) stands in for
+    Each tile's weights are recomputed as exp(S - lse); delta = rowsum(dout * out) stands in for
     rowsum(dA * A), so nothing of size T_q x T_k is kept.
     """
     lead, T_q, T_k = q.shape[:-2], q.shape[-2], k.shape[-2]
@@ -69,7 +69,7 @@ def tiled_backward(dout, q, k, v, out, lse, causal=False, mask=None, block_q=BLO
     do, o = (x.reshape(-1, T_q, x.shape[-1]).to(qs.dtype) for x in (dout, out))
     kT, vT = k3.transpose(1, 2), v3.transpose(1, 2)  # (N, d_k, T_k), (N, d_v, T_k)
     mask = _aligned_mask(mask, lead)
-    D = (do * o).sum(dim=-1)  # (N, T_q)
+    delta = (do * o).sum(dim=-1)  # (N, T_q)
     lse = lse.reshape(-1, T_q)
     lse = torch.where(torch.isfinite(lse), lse, float("inf"))  # exp(S - inf) = 0: no keys
     dqs, dk, dv = torch.zeros_like(qs), torch.zeros_like(k3), torch.zeros_like(v3)
@@ -81,7 +81,7 @@ def tiled_backward(dout, q, k, v, out, lse, causal=False, mask=None, block_q=BLO
             p = s.sub_(lse[:, q0:q0 + rows, None]).exp_()  # A_ij, the textbook weights
             dv[:, k0:k0 + cols] += torch.bmm(p.transpose(1, 2), do_i)
             dp = torch.bmm(do_i, vT[:, :, k0:k0 + cols])  # dA_ij
-            ds = dp.sub_(D[:, q0:q0 + rows, None]).mul_(p)  # dS_ij = A_ij * (dA_ij - D_i)
+            ds = dp.sub_(delta[:, q0:q0 + rows, None]).mul_(p)  # dS_ij = A_ij * (dA_ij - delta_i)
             dqs[:, q0:q0 + rows] += torch.bmm(ds, k3[:, k0:k0 + cols])
             dk[:, k0:k0 + cols] += torch.bmm(ds.transpose(1, 2), q_i)  # q_i holds 1/sqrt(d_k)
     dq = dqs.mul_(q.shape[-1] ** -0.5)
@@ -113,7 +113,7 @@ def tiled_attention(q, k, v, causal=False, mask=None, block_q=BLOCK_Q, block_k=B
 
 # ----------------------------------------------------------------------------- helpers
 def _batched(q, k, v):
-    """q / sqrt(d_k), k, v as (N, T, d) tensors in the working precision (float32 at least).
+    """q / sqrt(d_k), k, v as (N, T, d_k) tensors in the working precision (float32 at least).
 
     Scaling q once costs O(T d) instead of O(T^2) on every tile.
     """

@@ -94,9 +94,9 @@ def flash_forward(Q, K, V, causal=False, block_q=64, block_k=64):
             m_new = np.maximum(m, S.max(axis=-1))
             shift = finite_shift(m_new)
             alpha = np.exp(m - shift)  # rescales what was summed under the old maximum
-            P = np.exp(S - shift[..., None])  # (..., rows, cols), 0 where masked
-            l = alpha * l + P.sum(axis=-1)
-            acc = alpha[..., None] * acc + P @ V[..., k0:k0 + block_k, :]
+            A_tilde = np.exp(S - shift[..., None])  # (..., rows, cols), 0 where masked
+            l = alpha * l + A_tilde.sum(axis=-1)
+            acc = alpha[..., None] * acc + A_tilde @ V[..., k0:k0 + block_k, :]
             m = m_new
         out[..., q0:q0 + rows, :] = acc / np.where(l == 0, 1.0, l)[..., None]
         with np.errstate(divide="ignore"):
@@ -107,13 +107,13 @@ def flash_forward(Q, K, V, causal=False, block_q=64, block_k=64):
 def flash_backward(dout, cache):
     """Gradients of ``flash_forward``: dQ (..., T_q, d_k), dK (..., T_k, d_k), dV (..., T_k, d_v).
 
-    The weights of each tile are recomputed from lse; D = rowsum(dout * out) replaces the
+    The weights of each tile are recomputed from lse; delta = rowsum(dout * out) replaces the
     row sums of the softmax JVP, so no T_q x T_k array is stored.
     """
     Q, K, V, out, lse, causal, block_q, block_k = cache
     T_q, T_k = Q.shape[-2], K.shape[-2]
     scale = 1.0 / np.sqrt(Q.shape[-1])
-    D = (dout * out).sum(axis=-1)  # (..., T_q)
+    delta = (dout * out).sum(axis=-1)  # (..., T_q)
     lse_safe = np.where(np.isfinite(lse), lse, np.inf)  # exp(S - inf) = 0: no keys, no weight
     dQ, dK, dV = np.zeros_like(Q), np.zeros_like(K), np.zeros_like(V)
     for q0 in range(0, T_q, block_q):
@@ -125,7 +125,7 @@ def flash_backward(dout, cache):
             A = np.exp(S - lse_safe[..., q0:q0 + rows, None])  # (..., rows, cols)
             dV[..., k0:k0 + block_k, :] += np.swapaxes(A, -1, -2) @ dOi
             dA = dOi @ np.swapaxes(Vj, -1, -2)
-            dS = A * (dA - D[..., q0:q0 + rows, None])
+            dS = A * (dA - delta[..., q0:q0 + rows, None])
             dQ[..., q0:q0 + rows, :] += dS @ Kj * scale
             dK[..., k0:k0 + block_k, :] += np.swapaxes(dS, -1, -2) @ Qi * scale
     return dQ, dK, dV

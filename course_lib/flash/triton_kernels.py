@@ -6,7 +6,7 @@ and per (batch, head), and the inner loop over tiles runs inside the program, wi
 block held on chip from start to end. Four kernels:
 
     _forward_kernel            grid (query blocks, B*n_heads): out and lse, online softmax
-    _delta_kernel              grid (query blocks, B*n_heads): D = rowsum(dout * out)
+    _delta_kernel              grid (query blocks, B*n_heads): delta = rowsum(dout * out)
     _backward_dk_dv_kernel     grid (key blocks,   B*n_heads): dK_j, dV_j, loop over queries
     _backward_dq_kernel        grid (query blocks, B*n_heads): dQ_i, loop over keys
 
@@ -28,7 +28,7 @@ queries, for dK and dV) they add exactly 0. Causal alignment is
 ``course_lib.attention.causal_mask``'s: query i sits at position i + T_k - T_q, and a query
 with no key to see (T_q > T_k) gets out = 0 and lse = -inf, as in the reference.
 
-Precision: inputs float32, bfloat16 or float16; every sum (scores, l, acc, dQ, dK, dV, D) is
+Precision: inputs float32, bfloat16 or float16; every sum (scores, l, acc, dQ, dK, dV, delta) is
 float32, and the weights P and dS are cast to the input type before their matmuls, as in
 FlashAttention. float32 matmuls run on tensor cores as tf32x3 (see ``_dot``), which keeps
 about float32's precision where plain TF32 would keep 10 bits.
@@ -194,7 +194,7 @@ def _forward(q, k, v, causal):
 def _backward(dout, q, k, v, out, lse2, causal):
     """Gradients dQ, dK, dV (shapes of q, k, v) from dout (BH, T_q, d_v) and the saved tensors."""
     BH, T_q = q.shape[:2]
-    delta = torch.empty_like(lse2)  # D (BH, T_q), float32
+    delta = torch.empty_like(lse2)  # (BH, T_q), float32
     _delta_kernel[(triton.cdiv(T_q, _DELTA_BLOCK), BH)](out, dout, delta, T_q, D_V=v.shape[2],
                                                         BLOCK_M=_DELTA_BLOCK)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
@@ -336,7 +336,7 @@ def _backward_dk_dv_kernel(Q, K, V, dOut, Lse2, Delta, dK, dV, T_q, T_k, scale, 
 
     Queries before lo cannot see key block j; tiles in [lo, a) cross the diagonal (masked),
     those in [a, T_q) see the whole block. The last query block may run past T_q, and needs
-    no mask all the same: its missing rows load as zeros (q, dout, lse2, D), so A = 1 there
+    no mask all the same: its missing rows load as zeros (q, dout, lse2, delta), so A = 1 there
     and dS = A * (0 - 0) = 0, which add exactly 0 to dV += A^T dout and dK += dS^T Q.
     """
     k0 = tl.program_id(0) * BLOCK_N
@@ -385,7 +385,7 @@ def _dk_dv_tiles(dk, dv, k, v, k0, lo, hi, Q, dOut, Lse2, Delta, T_q, T_k, scale
         a_t = tl.math.exp2(s2_t - lse2[None, :])  # A^T recomputed from lse: exp(S - lse)
         dv = _dot(a_t.to(dout.dtype), dout, dv)
         da_t = _dot(v, tl.trans(dout))  # dA^T = (dout V^T)^T
-        ds_t = a_t * (da_t - delta[None, :])  # dS = A * (dA - D)
+        ds_t = a_t * (da_t - delta[None, :])  # dS = A * (dA - delta)
         dk = _dot(ds_t.to(q.dtype), q, dk)
     return dk, dv
 
@@ -429,6 +429,6 @@ def _dq_tiles(dq, q, dout, lse2, delta, K, V, q0, lo, hi, T_q, T_k, scale2,
                           float("-inf"))
         a = tl.math.exp2(s2 - lse2[:, None])  # A recomputed from lse
         da = _dot(dout, tl.trans(v))  # dA = dout V^T
-        ds = a * (da - delta[:, None])  # dS = A * (dA - D)
+        ds = a * (da - delta[:, None])  # dS = A * (dA - delta)
         dq = _dot(ds.to(k.dtype), k, dq)
     return dq

@@ -25,16 +25,17 @@ EXPECTED = {
                               "out = A V", "(T_q, d_v)"],
     "masks": ["causal_mask(T)", "padding_mask([3], T)", "causal & padding", "query i", "key j",
               "True: may attend", "False"],
-    "multi_head": ["(B, T, d_model)", "(B, T, h, d_k)", "(B, h, T, d_k)", "split_heads",
-                   "swapaxes(1, 2)", "reshape", "attention_forward", "Concat(head_1, …, head_h)", "@ W_o"],
+    "multi_head": ["(B, T, d_model)", "(B, T, n_heads, d_k)", "(B, n_heads, T, d_k)", "split_heads",
+                   "swapaxes(1, 2)", "reshape", "attention_forward", "Concat(head_1, …, head_n_heads)",
+                   "@ W_o"],
     "residual_blocks": ["Post-LN", "y = LN(x + F(x))", "Pre-LN", "y = x + F(LN(x))", "LayerNorm",
                         "(B, T, d_model)"],
-    "encoder_decoder": ["encoder", "decoder", "N ×", "masked multi-head", "cross-attention",
+    "encoder_decoder": ["encoder", "decoder", "n_layers ×", "masked multi-head", "cross-attention",
                         "K, V", "(B, T_src, d_model)", "vocab_size", "Add & Norm"],
     "flash_tiles": ["S = QKᵀ / √d_k", "block_q × block_k", "query i", "key j", "−∞",
                     "lse = m + log l", "visited: every key visible", "skipped: wholly in the future"],
     "gpt": ["token ids (B, T)", "masked multi-head self-attention", "final LayerNorm",
-            "(B, T, vocab_size)", "N ×", "no cross-attention", "d_model → vocab_size"],
+            "(B, T, vocab_size)", "n_layers ×", "no cross-attention", "d_model → vocab_size"],
 }
 
 
@@ -94,7 +95,7 @@ def test_multi_head_draws_one_colour_per_head():
     head_colours = {matplotlib.colors.to_rgba(c) for c in diagrams.HEAD_COLORS[:3]}
     assert head_colours <= colours
     assert matplotlib.colors.to_rgba(diagrams.HEAD_COLORS[3]) not in colours
-    assert "h = n_heads = 3" in texts(fig)
+    assert "n_heads = 3" in texts(fig)
     plt.close(fig)
 
 

@@ -89,7 +89,7 @@ MUTANTS = {
     "column: dA dB swapped": ("attention_backward_col", [(P_MATRIX, "P = np.vstack([Q @ G / np.sqrt(h), K @ G.T / np.sqrt(h), E @ Att.T])")],
                               "dA and dB swapped"),
     "column: unscaled": ("attention_backward_col", [(P_MATRIX, "P = np.vstack([K @ G.T, Q @ G, E @ Att.T])")],
-                         "missing 1/sqrt(h)"),
+                         "missing 1/sqrt(d_k)"),
     "column: jvp over rows": ("attention_backward_col", [(COL_JVP, COL_JVP.replace("axis=0", "axis=1"))],
                               "softmax backward taken row-wise"),
     "column: no sum term": ("attention_backward_col", [(COL_JVP, "G = Att * g")],

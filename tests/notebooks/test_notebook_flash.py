@@ -12,14 +12,14 @@ from helpers import SOLUTIONS, grade_mutant_bank
 SOLUTION = SOLUTIONS / "07_fast_attention" / "fast_attention.ipynb"
 
 MUTANTS = {  # name: [(grade_id, old, new, exercise id, mistake name the feedback must give)]
-    "the rescaling, the running output and D": [
+    "the rescaling, the running output and delta": [
         ("flash_online_softmax", "np.exp(m - shift) * l", "l", "flash.online_softmax",
          "normaliser not rescaled when the maximum changes"),
-        ("flash_forward", "acc = alpha[..., None] * acc + P", "acc = acc + P", "flash.forward",
+        ("flash_forward", "acc = alpha[..., None] * acc + A_tilde", "acc = acc + A_tilde", "flash.forward",
          "running output not rescaled"),
-        ("flash_backward", "dS = A * (dA - D[..., q0:q0 + rows, None])",
+        ("flash_backward", "dS = A * (dA - delta[..., q0:q0 + rows, None])",
          "dS = A * (dA - np.sum(dA * A, axis=-1, keepdims=True))", "flash.backward",
-         "D computed from the tile's weights instead of rowsum(dout ∘ out)"),
+         "delta computed from the tile's weights instead of rowsum(dout ∘ out)"),
     ],
     "the last block, the causal alignment and a transpose": [
         ("flash_online_softmax", "range(0, s.shape[-1], block_k)",
