@@ -63,16 +63,16 @@ def plot_heads(A, query_tokens, key_tokens, title=None, mask=None):
 def plot_alignment(alignment, A, target_tokens, source_tokens, predicted=None, title=None):
     """A hand-made alignment beside a head's cross-attention, row for row (notebook 05, §10).
 
-    alignment: (T_tgt, T_src), row t spread over the source tokens that target token t comes
+    alignment: (T, T_src), row t spread over the source tokens that target token t comes
     from; A: (T_q, T_src), the head's weights, whose query t (the decoder's input up to token
-    t - 1) predicts target token t. Both panels draw the T_tgt rows of the target, so row t is
+    t - 1) predicts target token t. Both panels draw the T rows of the target, so row t is
     token t in each: A's later rows (the query that predicts </s>) have no hand-made
     counterpart and are left out, and rows A lacks (an output shorter than the target) are grey.
     predicted: the model's output, one token per row of A, shown as "→token" (default: the
     target). Returns the figure.
     """
     n, (T_q, T_src) = len(target_tokens), np.shape(A)
-    weights = np.full((n, T_src), np.nan)  # (T_tgt, T_src)
+    weights = np.full((n, T_src), np.nan)  # (T, T_src)
     weights[:min(n, T_q)] = np.asarray(A)[:n]
     predicted = list(predicted or target_tokens)[:min(n, T_q)]
     fig, axes = plt.subplots(1, 2, figsize=(9, 4.2), layout="constrained")
