@@ -6,8 +6,8 @@ The kernel of a graded notebook runs under bubblewrap (Debian's ``bwrap``):
 - no network, its own PID namespace (no process outlives the kernel), IPC and UTS namespaces;
 - a file system built from a positive list: the system (``/usr``, ``/etc``), the Python
   installation and virtual environment (or the user's site-packages, for a system Python with
-  ``pip install --user``), the course's data cache, all read-only; a private, size-limited
-  ``/tmp`` for scratch, which also holds the kernel's sockets (the host reaches them through
+  ``pip install --user``), the course's data cache, all read-only; a private ``/tmp`` for
+  scratch, limited in bytes (and in files, where the grader runs as root: ``_scratch_tmpfs``), which also holds the kernel's sockets (the host reaches them through
   ``/proc/<pid>/root``); nothing else: no folder of the host's disk is writable inside. The course directory (gradebook,
   ``solutions/``, other submissions, the grader's secret), home directories and the
   repository are simply not there;
@@ -63,6 +63,7 @@ class Limits:
     open_files: int = 256
     file_size: int = 64 << 20      # largest file the kernel may write
     scratch: int = 256 << 20       # size of its /tmp
+    scratch_files: int = 20_000    # files and folders its /tmp may hold (a root grader's, below)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -161,6 +162,7 @@ class Sandbox:
         self._stage_site()
         os.chmod(self.root, 0o755)
         self.share(self.work)
+        self.scratch = _scratch_tmpfs(self.root / "scratch", limits) if isolate else None
 
     # --- staging ---------------------------------------------------------------------------
     def _stage_site(self) -> None:
@@ -281,8 +283,9 @@ class Sandbox:
                 args += ["--ro-bind", str(path), str(path)]
         # the private /tmp first: a tree bound below it (a virtual environment or a data cache
         # under the host's /tmp) is then mounted on top of it, not hidden under it
-        args += ["--proc", "/proc", "--dev", "/dev",
-                 "--perms", "1777", "--size", str(self.limits.scratch), "--tmpfs", "/tmp"]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        args += (["--bind", str(self.scratch), "/tmp"] if self.scratch else
+                 ["--perms", "1777", "--size", str(self.limits.scratch), "--tmpfs", "/tmp"])
         for path in _readable_trees():
             args += _bind("--ro-bind", path)
         for path in _package_locations(self.hidden_packages + ["course_lib", "autograder"]):
@@ -309,6 +312,7 @@ class Sandbox:
         return spec.parent
 
     def close(self) -> None:
+        _unmount(self.root / "scratch")
         shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> "Sandbox":
@@ -329,8 +333,37 @@ def private_dir(prefix: str, base: str | None = None) -> Path:
     for old in base.glob(f"{prefix}*"):
         pid = old.name[len(prefix):].split("-", 1)[0]
         if pid.isdigit() and not _alive(int(pid)):
+            _unmount(old / "scratch")
             shutil.rmtree(old, ignore_errors=True)
     return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=base))
+
+
+def _scratch_tmpfs(path: Path, limits: Limits) -> Path | None:
+    """A tmpfs of ``limits.scratch`` bytes and ``limits.scratch_files`` inodes mounted at
+    ``path``, for the kernel's ``/tmp``; None where this process may not mount one.
+
+    bubblewrap's own ``--size --tmpfs`` bounds the bytes only: its tmpfs takes the kernel's
+    default of inodes, half the machine's pages (about three million here), each a few hundred
+    bytes of the host's memory that a loop of empty files can take. A grader running as root
+    (a grading server, CI, class grading) mounts this one on the host and binds it; a learner's
+    ``submit`` without root keeps bubblewrap's, bounded in bytes.
+    """
+    if os.geteuid() != 0:
+        return None
+    path.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={limits.scratch},"
+                           f"nr_inodes={limits.scratch_files},mode=1777,nosuid,nodev",
+                           "tmpfs", str(path)], capture_output=True)
+    if done.returncode != 0:  # a container without the right to mount: bubblewrap's then
+        path.rmdir()
+        return None
+    return path
+
+
+def _unmount(path: Path) -> None:
+    """Unmount ``path`` if something is mounted there (lazily: a process may still hold it)."""
+    if path.is_mount():
+        subprocess.run(["umount", "--lazy", str(path)], capture_output=True)
 
 
 def _alive(pid: int) -> bool:

@@ -273,12 +273,31 @@ FILL_WRITABLE = (  # every path the kernel can write, filled: the softmax is hon
     "CAPPED = not COMM_WRITTEN and not OWN_TMPFS and written <= 256 << 20\n")
 
 
+# files by the hundred thousand: each an inode of the host's memory, however empty
+FILL_FILES = (
+    "import os\n"
+    "made = 0\n"
+    "try:\n"
+    "    while made < 200_000:\n"
+    "        open(f'/tmp/many{made}', 'w').close()\n"
+    "        made += 1\n"
+    "except OSError:\n"
+    "    pass\n"
+    "for n in range(made):\n"
+    "    os.remove(f'/tmp/many{n}')\n"
+    "FILES_CAPPED = made < 200_000\n")
+
+
 def test_every_path_the_kernel_can_write_is_capped(tmp_path, guarded):
     """The kernel's connection file is in a folder of the host's disk bound read-only, its
-    sockets in its scratch /tmp, a tmpfs of 256 MB, and it can make no user namespace where it
-    would mount a tmpfs of its own. Filling all costs nothing and lands nowhere."""
-    sabotaged = HONEST_SOFTMAX.replace("    return e /", "    return (1 if CAPPED else 2) * e /")
-    softmax, jvp, result = graded(submission(tmp_path, softmax=sabotaged, before_softmax=[FILL_WRITABLE]))
+    sockets in its scratch /tmp, a tmpfs of 256 MB and (the grader being root, as here in CI)
+    20,000 files, and it can make no user namespace where it would mount a tmpfs of its own.
+    Filling all costs nothing and lands nowhere."""
+    if os.geteuid() != 0:
+        pytest.skip("the file cap of /tmp takes a root grader (CI runs as root)")
+    sabotaged = HONEST_SOFTMAX.replace("    return e /", "    return (1 if CAPPED and FILES_CAPPED else 2) * e /")
+    path = submission(tmp_path, softmax=sabotaged, before_softmax=[FILL_WRITABLE, FILL_FILES])
+    softmax, jvp, result = graded(path)
     assert result.total == 4, [e.messages for e in result.exercises]
 
 
