@@ -7,10 +7,11 @@ The kernel of a graded notebook runs under bubblewrap (Debian's ``bwrap``):
 - a file system built from a positive list: the system (``/usr``, ``/etc``), the Python
   installation and virtual environment (or the user's site-packages, for a system Python with
   ``pip install --user``), the course's data cache, all read-only; a private ``/tmp`` for
-  scratch, limited in bytes (and in files, where the grader runs as root: ``_scratch_tmpfs``), which also holds the kernel's sockets (the host reaches them through
-  ``/proc/<pid>/root``); nothing else: no folder of the host's disk is writable inside. The course directory (gradebook,
-  ``solutions/``, other submissions, the grader's secret), home directories and the
-  repository are simply not there;
+  scratch, limited in bytes (and in files, where the grader runs as root: ``_scratch_tmpfs``),
+  which also holds the kernel's sockets (the host reaches them through ``/proc/<pid>/root``);
+  nothing else: no folder of the host's disk is writable inside. The course directory
+  (gradebook, ``solutions/``, other submissions, the grader's secret), home directories and
+  the repository are simply not there;
 - on ``PYTHONPATH``, a staged copy of ``course_lib`` without the modules that compute the
   notebook's answers, and of ``autograder``'s ``__init__`` and ``kernel/`` folder (the graded
   cell, the calls, the transport, the hints, the search for a fix of the learner's code),
