@@ -55,6 +55,17 @@ def test_notebooks_folder_is_what_solutions_generate(generated):
             f"notebooks/{key[0]}/{key[1]} is stale: run `autograder generate {key[0]}`"
 
 
+@pytest.mark.parametrize("a", ASSIGNMENTS)
+def test_time_line_says_what_a_quiet_laptop_takes(a):
+    """Issue 24: each notebook's **Time.** line is written for a learner: what a 2-core laptop with
+    nothing else running takes, that a busy machine takes a few times as long, no load averages."""
+    (line,) = [p for c in nbformat.read(solution(a), as_version=4).cells if c.cell_type == "markdown"
+               for p in c.source.split("\n\n") if p.startswith("**Time.**")]
+    line = " ".join(line.split())
+    assert "2-core laptop with nothing else running" in line and "a few times as long" in line, line
+    assert "load average" not in line and "measured" not in line, line
+
+
 def test_each_exercise_has_one_graded_cell_worth_its_points():
     seen = {}
     for path in SOLUTIONS.glob("*/*.ipynb"):
