@@ -140,7 +140,7 @@ def transformer_maps(model: Transformer, source, target, tokenizer,
     target, the model's own greedy output."""
     device = next(model.parameters()).device
     src_ids = _ids(tokenizer, source)
-    src = torch.tensor([src_ids], device=device)  # (1, S)
+    src = torch.tensor([src_ids], device=device)  # (1, T_src)
     if target is None:
         out = greedy_decode(model, src, max_len)[0].tolist()
         target = out[:out.index(EOS)] if EOS in out else out

@@ -13,10 +13,7 @@ import nbformat
 
 from helpers import REPO, SOLUTIONS
 
-# course_lib/explorer/ is left out while issue 24's figure work edits it (one comment there,
-# capture.py's `(1, S)` for a source length, waits for that work to land).
 SCANNED = ("course_lib", "autograder/exercises", "autograder/judge")
-SKIPPED = ("course_lib/explorer",)
 SIZE_TOKEN = re.compile(r"[A-Za-z]|[A-Z]_[a-z]\w*")  # T, S, T_src: what can clash; not d_model
 TUPLE = re.compile(r"(?<![\w\]])\(((?:\.\.\.|[\w*·/+ -]+)(?:, ?(?:\.\.\.|[\w*·/+ -]+))+),?\)")
 # 'S ≠ T', 'T_q = T', not 'K = B X'
@@ -74,9 +71,8 @@ def _texts():
     for folder in SCANNED:
         for path in sorted((REPO / folder).rglob("*.py")):
             where = str(path.relative_to(REPO))
-            if not where.startswith(SKIPPED):
-                for text in _py_text(path.read_text()):
-                    yield where, text, False
+            for text in _py_text(path.read_text()):
+                yield where, text, False
 
 
 def _math_symbols(math):
