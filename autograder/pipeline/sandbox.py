@@ -163,7 +163,7 @@ class Sandbox:
         self._stage_site()
         os.chmod(self.root, 0o755)
         self.share(self.work)
-        self.scratch = _scratch_tmpfs(self.root / "scratch", limits) if isolate else None
+        self.scratch = _scratch_tmpfs(self.root / "scratch", limits, self.uid) if isolate else None
 
     # --- staging ---------------------------------------------------------------------------
     def _stage_site(self) -> None:
@@ -339,7 +339,7 @@ def private_dir(prefix: str, base: str | None = None) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=base))
 
 
-def _scratch_tmpfs(path: Path, limits: Limits) -> Path | None:
+def _scratch_tmpfs(path: Path, limits: Limits, uid: int) -> Path | None:
     """A tmpfs of ``limits.scratch`` bytes and ``limits.scratch_files`` inodes mounted at
     ``path``, for the kernel's ``/tmp``; None where this process may not mount one.
 
@@ -347,13 +347,16 @@ def _scratch_tmpfs(path: Path, limits: Limits) -> Path | None:
     default of inodes, half the machine's pages (about three million here), each a few hundred
     bytes of the host's memory that a loop of empty files can take. A grader running as root
     (a grading server, CI, class grading) mounts this one on the host and binds it; a learner's
-    ``submit`` without root keeps bubblewrap's, bounded in bytes.
+    ``submit`` without root keeps bubblewrap's, bounded in bytes. The mount is the kernel's uid's
+    alone (mode 0700): bubblewrap's lives only in the sandbox, but this one is also on the host,
+    where another local user must not read the learner's scratch or plant files in it (an
+    IPython start-up file under ``$IPYTHONDIR``, say).
     """
     if os.geteuid() != 0:
         return None
     path.mkdir()
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={limits.scratch},"
-                           f"nr_inodes={limits.scratch_files},mode=1777,nosuid,nodev",
+                           f"nr_inodes={limits.scratch_files},mode=0700,uid={uid},gid={uid},nosuid,nodev",
                            "tmpfs", str(path)], capture_output=True)
     if done.returncode != 0:  # a container without the right to mount: bubblewrap's then
         path.rmdir()

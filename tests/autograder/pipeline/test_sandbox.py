@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.pipeline.sandbox import isolation, private_dir
+from autograder.pipeline.sandbox import Sandbox, isolation, private_dir
 from helpers import REPO, SOLUTIONS, linked_copy, mutant, submit_with
 
 
@@ -103,3 +103,17 @@ def test_a_whole_virtual_environment_under_tmp_grades_a_notebook_in_a_folder_wit
         assert proc.returncode == 0 and Path(result["feedback_html"]).parent == folder
     finally:
         shutil.rmtree(place, ignore_errors=True)
+
+
+def test_a_root_graders_scratch_tmpfs_is_the_kernels_alone_and_goes_with_the_sandbox():
+    """The scratch /tmp a root grader mounts is on the host too: no other local user may read or
+    write it (mode 0700, the kernel's uid), and closing the sandbox unmounts it."""
+    if os.geteuid() != 0 or not isolation()[0]:
+        pytest.skip("a root grader with bubblewrap mounts its own scratch tmpfs (CI runs as root)")
+    box = Sandbox()
+    try:
+        info = os.stat(box.scratch)
+        assert box.scratch.is_mount() and (info.st_mode & 0o777, info.st_uid) == (0o700, box.uid)
+    finally:
+        box.close()
+    assert not box.root.exists()
