@@ -64,6 +64,17 @@ def _shut_down_kernels(lab):
                                timeout=30)
 
 
+def _what_lab_shows(page, lab, console):
+    """Why the explorers were not drawn, as far as the page and the server can tell."""
+    with urllib.request.urlopen(lab + "/api/sessions", timeout=5) as reply:
+        sessions = [(s["path"], s["kernel"]["execution_state"]) for s in json.load(reply)]
+    dialogs = page.locator(".jp-Dialog").all_inner_texts()
+    return (f"explorers drawn: {page.locator('.ax-root[data-draws]').count()} of "
+            f"{page.locator('.ax-root').count()} on the page; widget outputs: "
+            f"{page.locator('.jp-OutputArea-output').count()}; dialogs: {dialogs}; sessions: {sessions}; "
+            "console:\n" + "\n".join(console[-30:]))
+
+
 def _run_all_cells(page, lab):
     """Run > Run All Cells, again if the page dropped it (pressed before the kernel connected).
 
@@ -285,10 +296,19 @@ def test_attention_explorer_in_jupyterlab_and_offline(lab_02, artifacts):
         page.close()
         _shut_down_kernels(url)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        console = []
+        page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
         page.goto(f"{url}/lab/tree/attention.ipynb")
         try:
-            page.wait_for_function("() => document.querySelectorAll('.ax-root[data-draws]').length >= 2",
-                                   timeout=120_000)
+            deadline = time.monotonic() + 120  # Lab restores saved widgets once the new kernel is up
+            while not _kernel_is_idle(url):
+                assert time.monotonic() < deadline, "no kernel for the reopened notebook within 120 s"
+                time.sleep(0.5)
+            try:
+                page.wait_for_function(
+                    "() => document.querySelectorAll('.ax-root[data-draws]').length >= 2", timeout=180_000)
+            except PlaywrightTimeout:
+                raise AssertionError(_what_lab_shows(page, url, console)) from None
             assert "model not found" not in page.content()
             gpt = Explorer(page, page.locator(".ax-root").nth(1))  # as it was left, and alive
             assert [gpt.data(k) for k in ("view", "layer", "head", "query")] == ["qk", "0", "2", "30"]
