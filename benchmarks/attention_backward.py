@@ -30,9 +30,13 @@ def main(argv=None):
         torch.set_num_threads(args.threads)
     print(f"device={args.device} threads={torch.get_num_threads()} batch*heads={args.batch_heads} "
           f"d_k={args.d_k} causal, float32, best of {args.repeats}")
-    print(f"{'T':>6} {'manual ms':>10} {'autograd ms':>12} {'autograd/manual':>16}")
+    print("autograd/manual: the ratio of the best times; rounds: the range of the ratio over the "
+          "rounds (the two take turns), the noise of the measurement")
+    print(f"{'T':>6} {'manual ms':>10} {'autograd ms':>12} {'autograd/manual':>16} {'rounds':>14}")
     for r in backward_timings(args.lengths, args.batch_heads, args.d_k, args.repeats, args.device):
-        print(f"{r['T']:>6} {1e3 * r['manual']:>10.2f} {1e3 * r['autograd']:>12.2f} {r['ratio']:>16.2f}")
+        spread = f"{min(r['ratios']):.2f} to {max(r['ratios']):.2f}"
+        print(f"{r['T']:>6} {1e3 * r['manual']:>10.2f} {1e3 * r['autograd']:>12.2f} {r['ratio']:>16.2f}"
+              f" {spread:>14}")
 
 
 if __name__ == "__main__":

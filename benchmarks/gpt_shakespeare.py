@@ -25,7 +25,12 @@ With ``--nanogpt PATH`` (a clone of github.com/karpathy/nanoGPT; or $NANOGPT) na
 the anchor of the ratios: the course's GPT against it per step, the fast setup against it to
 the target loss. Without it the baseline is the course's GPT alone, and the output says so.
 
+``--ablation`` says what each change of the fast setup buys, one change at a time, as time to
+the target loss against the anchor: nanoGPT's model with ReLU in place of GELU (the course's
+GPT uses ReLU; with nanoGPT given), the fast recipe on the 4-layer model, then on 2 layers.
+
     python benchmarks/gpt_shakespeare.py [--quick] [--device cuda] [--threads 2] [--nanogpt PATH]
+                                         [--ablation]
 """
 from __future__ import annotations
 
@@ -51,6 +56,7 @@ BASELINE = dict(model=dict(n_layers=4, n_heads=4, d_model=128), steps=2000, batc
                 lr=1e-3, warmup=100, min_lr=1e-4, weight_decay=0.1, betas=(0.9, 0.99),
                 fused=False)
 FAST = dict(model=dict(n_layers=2, n_heads=4, d_model=128), steps=700, **FAST_RECIPE)
+FAST_4_LAYERS = dict(FAST, model=BASELINE["model"], steps=1000)  # the recipe alone
 
 
 def load_data():
@@ -188,13 +194,15 @@ def main(argv=None):
     parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--nanogpt", type=Path, help="folder holding nanoGPT's model.py "
                         "(default: $NANOGPT): its own model joins the race")
+    parser.add_argument("--ablation", action="store_true",
+                        help="also race each change of the fast setup alone")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     process_start = time.perf_counter()
-    baseline, fast = dict(BASELINE), dict(FAST)
+    baseline, fast, fast4 = dict(BASELINE), dict(FAST), dict(FAST_4_LAYERS)
     if args.quick:
-        baseline["steps"], fast["steps"], args.eval_tokens = 20, 10, 7_680
+        baseline["steps"], fast["steps"], fast4["steps"], args.eval_tokens = 20, 10, 10, 7_680
     vocab_size, train_ids, val_ids = load_data()
     print(f"device={args.device} threads={torch.get_num_threads()} torch={torch.__version__} "
           f"vocab={vocab_size} train={len(train_ids):,} val={len(val_ids):,} chars; "
@@ -210,11 +218,14 @@ def main(argv=None):
     batches = val_batches(val_ids, EVAL_ITERS, EVAL_BATCH, BLOCK, args.device, seed=1337)
     runs = [Run("baseline", baseline, vocab_size, train_ids, args.device),
             Run("fast", fast, vocab_size, train_ids, args.device)]
+    if args.ablation:
+        runs.insert(1, Run("fast-4L", fast4, vocab_size, train_ids, args.device))
     module = nanogpt.find(args.nanogpt)
     if module:  # nanoGPT's own model on the baseline recipe, trained by the same loop
-        runs.insert(0, Run("nanogpt", baseline, vocab_size, train_ids, args.device,
-                           nanogpt.build(module, vocab_size, BLOCK, **{
-                               "n_layers": 4, "n_heads": 4, "d_model": 128, **baseline["model"]})))
+        for name, relu in (("nanogpt", False), ("nano-relu", True))[:1 + args.ablation]:
+            runs.insert(int(relu), Run(name, baseline, vocab_size, train_ids, args.device,
+                                       nanogpt.build(module, vocab_size, BLOCK, relu=relu,
+                                                     **baseline["model"])))
         print("nanoGPT's own model.py runs the baseline recipe beside the course's GPT")
     else:
         print("no nanoGPT given (--nanogpt PATH or $NANOGPT): the baseline is the course's GPT "
@@ -239,7 +250,13 @@ def main(argv=None):
         print(f"{r.name:<10}{hit:>18}{r.hit[0] if r.hit else '-':>9}"
               f"{r.hit[1] if r.hit else '-':>11}{r.curve[-1][2]:>15.3f}{full:>17.3f}"
               f"{r.train_s:>9.1f}{r.eval_s:>8.1f}{1e3 * r.train_s / r.step:>9.1f}")
-    anchor, base, quick = runs[0], runs[-2], runs[-1]  # anchor: nanoGPT's model, else baseline
+    anchor, quick = runs[0], runs[-1]  # anchor: nanoGPT's model, else baseline
+    base = next(r for r in runs if r.name == "baseline")
+    if args.ablation:
+        print(f"\n-- one change at a time: time to val loss {TARGET} / {anchor.name}'s --")
+        for r in runs[1:]:
+            share = f"{r.hit[2] / anchor.hit[2]:.2f}" if r.hit and anchor.hit else "not reached"
+            print(f"{r.name:<10}{share:>12}")
     if anchor is not base:
         per_step = (base.train_s / base.step) / (anchor.train_s / anchor.step)
         print(f"\ntime per step, same recipe: course's GPT / nanoGPT's = {per_step:.2f}")

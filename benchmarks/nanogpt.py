@@ -29,13 +29,18 @@ def find(folder: str | Path | None = None):
 
 
 def build(module, vocab_size: int, block_size: int, n_layers: int, n_heads: int, d_model: int,
-          dropout: float = 0.0, seed: int = 0) -> torch.nn.Module:
-    """nanoGPT's ``GPT`` with these sizes, as its ``train.py`` makes it (no biases)."""
+          dropout: float = 0.0, seed: int = 0, relu: bool = False) -> torch.nn.Module:
+    """nanoGPT's ``GPT`` with these sizes, as its ``train.py`` makes it (no biases); with
+    ``relu``, its MLPs use ReLU where nanoGPT has GELU (the course's GPT uses ReLU)."""
     torch.manual_seed(seed)
     cfg = module.GPTConfig(block_size=block_size, vocab_size=vocab_size, n_layer=n_layers,
                            n_head=n_heads, n_embd=d_model, dropout=dropout, bias=False)
     with contextlib.redirect_stdout(None):  # it prints its parameter count
-        return module.GPT(cfg)
+        model = module.GPT(cfg)
+    if relu:
+        for block in model.transformer.h:
+            block.mlp.gelu = torch.nn.ReLU()  # the attribute keeps nanoGPT's name
+    return model
 
 
 def optimizer(model, weight_decay: float, lr: float, betas, device_type: str):

@@ -266,6 +266,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# A browser test's JupyterLab: no token or password, no news or update check (no network)
+OPEN_LAB = ("--IdentityProvider.token=", "--ServerApp.password=", "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate")
+
+
 @contextmanager
 def jupyter_server(app: str, root: Path, *flags: str, env: dict | None = None, ready: str = "/api/status",
                    cwd: Path | None = None):

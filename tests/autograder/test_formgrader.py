@@ -24,7 +24,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell
 from autograder.classroom.grade import grade_submissions
 from autograder.pipeline.course import new_course
 from autograder.lab import set_instructor_mode
-from helpers import CHROMIUM, SOLUTIONS, chromium, jupyter_server, mutant
+from helpers import CHROMIUM, OPEN_LAB, SOLUTIONS, chromium, jupyter_server, mutant
 
 ASSIGNMENT = "00_start_here"
 SOLUTION = SOLUTIONS / ASSIGNMENT / "start_here.ipynb"
@@ -107,10 +107,7 @@ def test_plain_nbgrader_autograde_cleans_learner_html_too(tmp_path):
 def _instructor_lab(root: Path, config: Path):
     """JupyterLab on the course directory, with formgrader on (as instructor-mode does)."""
     set_instructor_mode(True, prefix=config)
-    with jupyter_server("lab", root, "--IdentityProvider.token=", "--ServerApp.password=",
-                        "--LabApp.news_url=None",
-                        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-                        cwd=root, ready="/formgrader",
+    with jupyter_server("lab", root, *OPEN_LAB, cwd=root, ready="/formgrader",
                         env={"PATH": f"{BIN}:{os.environ['PATH']}",
                              "JUPYTER_CONFIG_DIR": str(root / ".jupyter"),
                              "JUPYTER_CONFIG_PATH": str(config / "etc" / "jupyter")}) as url:

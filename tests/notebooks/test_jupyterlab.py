@@ -24,7 +24,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from autograder.lab import INSTRUCTOR_LAB_PLUGINS, instructor_mode
 from autograder.pipeline.sandbox import ISOLATION_ENV
-from helpers import CHROMIUM, NOTEBOOKS, SOLUTIONS, chromium, jupyter_server
+from helpers import CHROMIUM, NOTEBOOKS, SOLUTIONS, OPEN_LAB, chromium, jupyter_server
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
                                 reason="Debian's chromium is not installed (.ci/run installs it)")
@@ -37,9 +37,7 @@ def _jupyter_lab(root: Path, **env):
     (AUTOGRADER_ISOLATION=required) it must grade in the sandbox, as a learner's does.
     ``env``: more variables for the server and its kernels (e.g. COURSE_MODE).
     """
-    with jupyter_server("lab", root, "--IdentityProvider.token=", "--ServerApp.password=",
-                        "--ServerApp.disable_check_xsrf=True", "--LabApp.news_url=None",
-                        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    with jupyter_server("lab", root, *OPEN_LAB, "--ServerApp.disable_check_xsrf=True",
                         env={"JUPYTER_CONFIG_DIR": str(root / ".jupyter"),
                              ISOLATION_ENV: os.environ.get(ISOLATION_ENV, "auto"), **env}) as url:
         yield url
