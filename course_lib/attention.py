@@ -27,6 +27,7 @@ hand-derived one, wired in through ``torch.autograd.Function``.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -225,13 +226,15 @@ class _Attention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, mask):
         scale = q.shape[-1] ** -0.5
-        s = q @ k.transpose(-2, -1) * scale  # (..., T_q, T_k)
+        s = (q * scale) @ k.transpose(-2, -1)  # (..., T_q, T_k); q is the smaller to scale
         if mask is not None:
-            s = s.masked_fill(~mask, float("-inf"))
-        m = s.amax(dim=-1, keepdim=True)
-        e = torch.exp(s - torch.where(torch.isfinite(m), m, torch.zeros_like(m)))
-        total = e.sum(dim=-1, keepdim=True)
-        a = e / torch.where(total == 0, torch.ones_like(total), total)  # (..., T_q, T_k)
+            s.masked_fill_(~mask, float("-inf"))
+        # softmax subtracts each row's maximum (torch's fused kernel); a row with every key
+        # hidden comes out NaN there, and its weights are 0 by the course's convention
+        a = torch.softmax(s, dim=-1)  # (..., T_q, T_k)
+        if mask is not None and (a.device.type != "cpu" or not bool(mask.any(dim=-1).all())):
+            a = a.nan_to_num_(0.0)  # (the test reads the mask's own small shape; on a GPU it
+            # would wait for the device, where one more pass costs less)
         ctx.save_for_backward(q, k, v, a)
         ctx.scale = scale
         ctx.mark_non_differentiable(a)
@@ -244,11 +247,19 @@ class _Attention(torch.autograd.Function):
         # in A's dtype; autograd casts each gradient back to its input's dtype
         q, k, v, dout = (t.to(a.dtype) for t in (q, k, v, dout))
         da = dout @ v.transpose(-2, -1)  # (..., T_q, T_k)
-        ds = a * (da - (da * a).sum(dim=-1, keepdim=True))
-        dq = ds @ k * ctx.scale
-        dk = ds.transpose(-2, -1) @ q * ctx.scale
+        # dS = A * (dA - rowsum(dA * A)), times the scale of S, in place on dA's buffer
+        ds = da.sub_((da * a).sum(dim=-1, keepdim=True)).mul_(a).mul_(ctx.scale)
+        dq = ds @ k
+        dk = ds.transpose(-2, -1) @ q
         dv = a.transpose(-2, -1) @ dout
         return dq, dk, dv, None
+
+
+@lru_cache(maxsize=64)
+def _causal_mask_torch(T_q: int, T_k: int, device) -> torch.Tensor:
+    """``causal_mask`` as a bool tensor on ``device``, made once per shape: every layer of
+    every step asks for the same one."""
+    return torch.from_numpy(causal_mask(T_q, T_k)).to(device)
 
 
 def attention_torch(q, k, v, mask=None):
@@ -299,10 +310,13 @@ class MultiHeadAttention(nn.Module):
         self.attention = None
 
     def forward(self, x_q, x_kv=None, mask=None, cache: dict | None = None, causal=False):
-        x_kv = x_q if x_kv is None else x_kv
-        q = split_heads(x_q @ self.W_q, self.n_heads)  # (B, n_heads, T_q, d_k)
-        k = split_heads(x_kv @ self.W_k, self.n_heads)  # (B, n_heads, T_k, d_k)
-        v = split_heads(x_kv @ self.W_v, self.n_heads)  # (B, n_heads, T_k, d_k)
+        if x_kv is None or x_kv is x_q:  # self-attention: one product for Q, K and V
+            x_kv = x_q
+            W_qkv = torch.cat((self.W_q, self.W_k, self.W_v), dim=1)  # (d_model, 3 d_model)
+            qkv = (x_q @ W_qkv).split(self.W_q.shape[1], dim=-1)  # 3 x (B, T, d_model)
+        else:
+            qkv = (x_q @ self.W_q, x_kv @ self.W_k, x_kv @ self.W_v)
+        q, k, v = (split_heads(t, self.n_heads) for t in qkv)  # (B, n_heads, T_q or T_k, d_k)
         if cache is not None:
             if "k" in cache:
                 k = torch.cat([cache["k"], k], dim=-2)  # (B, n_heads, T_past + T_k, d_k)
@@ -316,7 +330,7 @@ class MultiHeadAttention(nn.Module):
             heads, self.attention = flash_attention(q, k, v, causal, mask), None
         else:
             if causal:
-                visible = torch.from_numpy(causal_mask(q.shape[-2], k.shape[-2])).to(q.device)
+                visible = _causal_mask_torch(q.shape[-2], k.shape[-2], q.device)
                 mask = visible if mask is None else mask & visible
             heads, self.attention = attention_torch(q, k, v, mask)  # (B, n_heads, T_q, d_k)
         return merge_heads(heads) @ self.W_o  # (B, T_q, d_model)
