@@ -10,6 +10,8 @@ The grading sandbox stages this folder (with the package's ``__init__``) and no 
     hints       what a learner reads when their function raises
     repair      the search for one edit that fixes the learner's code (``operators``: the edits;
                 ``contained``: a forked child with limits, so the search cannot hang the cell)
+    scratch     the sandbox's first step where the grader has no root: caps the files of /tmp
+                before anything of the learner's runs (a script, run by itself)
 
 These modules import the standard library, numpy and each other only (``tests/test_layout.py``):
 no reference, no judge, no exercise registry is within reach of the learner's process.

@@ -2,14 +2,16 @@
 
 The kernel of a graded notebook runs under bubblewrap (Debian's ``bwrap``):
 
-- its own unprivileged uid (when the grader runs as root), no capabilities, no new privileges;
+- its own unprivileged uid (when the grader runs as root), no capabilities (none permitted,
+  none in its bounding set), no new privileges;
 - no network, its own PID namespace (no process outlives the kernel), IPC and UTS namespaces;
 - a file system built from a positive list: the system (``/usr``, ``/etc``), the Python
   installation and virtual environment (or the user's site-packages, for a system Python with
-  ``pip install --user``), the course's data cache, all read-only; a private ``/tmp`` for
-  scratch, limited in bytes (and in files, where the grader runs as root: ``_scratch_tmpfs``),
-  which also holds the kernel's sockets (the host reaches them through ``/proc/<pid>/root``);
-  nothing else: no folder of the host's disk is writable inside. The course directory
+  ``pip install --user``), the course's data cache, a ``/dev`` of a few devices, all
+  read-only, as is the sandbox's own root; a private ``/tmp`` for scratch, limited in bytes
+  and in files (``_scratch_tmpfs`` where the grader runs as root, else bubblewrap's, whose
+  files ``kernel/scratch.py`` caps), which also holds the kernel's sockets (the host reaches
+  them through ``/proc/<pid>/root``); nothing else is writable inside. The course directory
   (gradebook, ``solutions/``, other submissions, the grader's secret), home directories and
   the repository are simply not there;
 - on ``PYTHONPATH``, a staged copy of ``course_lib`` without the modules that compute the
@@ -35,6 +37,7 @@ import secrets
 import select
 import shutil
 import site
+import stat
 import subprocess
 import sys
 import tempfile
@@ -64,7 +67,7 @@ class Limits:
     open_files: int = 256
     file_size: int = 64 << 20      # largest file the kernel may write
     scratch: int = 256 << 20       # size of its /tmp
-    scratch_files: int = 20_000    # files and folders its /tmp may hold (a root grader's, below)
+    scratch_files: int = 20_000    # files and folders its /tmp may hold
 
 
 class SandboxUnavailable(RuntimeError):
@@ -263,19 +266,25 @@ class Sandbox:
         lim = self.limits
         limits = ["prlimit", f"--as={lim.address_space}", f"--cpu={lim.cpu_seconds}",
                   f"--nofile={lim.open_files}", f"--fsize={lim.file_size}", "--core=0"]
+        drop = ["setpriv", "--no-new-privs", "--bounding-set=-all", "--inh-caps=-all", "--ambient-caps=-all"]
+        first = []
         if os.geteuid() == 0:  # a uid of its own: the process limit counts its tasks only
             limits.append(f"--nproc={lim.processes}")
-            drop = ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
-                    "--no-new-privs", "--inh-caps=-all"]
-        else:
-            drop = ["setpriv", "--no-new-privs"]
-        return [*self._bwrap(), "--", *limits, "--", *drop, *kernel]
+            drop += [f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups"]
+        elif _lends_capabilities():  # cap /tmp's files with what bubblewrap lends; setpriv drops it
+            first = [sys.executable, "-I", "-S", str(self.site / "autograder" / "kernel" / "scratch.py"),
+                     str(lim.scratch), str(lim.scratch_files), "--"]
+        return [*self._bwrap(lend=bool(first)), "--", *first, *limits, "--", *drop, "--", *kernel]
 
-    def _bwrap(self) -> list[str]:
+    def _bwrap(self, lend: bool = False) -> list[str]:
+        """bubblewrap's options; ``lend``: the capabilities ``kernel/scratch.py`` needs, lent to
+        the command's first process in the sandbox's user namespace (see ``kernel_argv``)."""
         args = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
                 "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if os.geteuid() != 0:
             args.append("--unshare-user")
+        if lend:
+            args += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
         for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
             path = Path("/", top)
             if path.is_symlink():
@@ -284,7 +293,7 @@ class Sandbox:
                 args += ["--ro-bind", str(path), str(path)]
         # the private /tmp first: a tree bound below it (a virtual environment or a data cache
         # under the host's /tmp) is then mounted on top of it, not hidden under it
-        args += ["--proc", "/proc", "--dev", "/dev"]
+        args += ["--proc", "/proc", *_devices()]
         args += (["--bind", str(self.scratch), "/tmp"] if self.scratch else
                  ["--perms", "1777", "--size", str(self.limits.scratch), "--tmpfs", "/tmp"])
         for path in _readable_trees():
@@ -292,7 +301,7 @@ class Sandbox:
         for path in _package_locations(self.hidden_packages + ["course_lib", "autograder"]):
             args += (["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)])
         args += [*_bind("--ro-bind", self.site), *_bind("--ro-bind", self.cases),
-                 *_bind("--ro-bind", self.comm), "--chdir", "/tmp", "--clearenv"]
+                 *_bind("--ro-bind", self.comm), "--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
         for key, value in self.environment().items():
             args += ["--setenv", key, value]
         return args
@@ -347,7 +356,8 @@ def _scratch_tmpfs(path: Path, limits: Limits, uid: int) -> Path | None:
     default of inodes, half the machine's pages (about three million here), each a few hundred
     bytes of the host's memory that a loop of empty files can take. A grader running as root
     (a grading server, CI, class grading) mounts this one on the host and binds it; a learner's
-    ``submit`` without root keeps bubblewrap's, bounded in bytes. The mount is the kernel's uid's
+    ``submit`` without root keeps bubblewrap's, whose inodes ``kernel/scratch.py`` limits from
+    inside the sandbox. The mount is the kernel's uid's
     alone (mode 0700): bubblewrap's lives only in the sandbox, but this one is also on the host,
     where another local user must not read the learner's scratch or plant files in it (an
     IPython start-up file under ``$IPYTHONDIR``, say).
@@ -378,6 +388,32 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # someone else's process
         return True
     return True
+
+
+def _lends_capabilities() -> bool:
+    """Whether bubblewrap may lend capabilities to a sandbox of this user's: not where it is
+    installed setuid (older distributions), where it lends them to root alone; there the files
+    of ``/tmp`` stay unbounded without root."""
+    exe = shutil.which("bwrap")
+    return exe is not None and not os.stat(exe).st_mode & stat.S_ISUID
+
+
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+
+
+def _devices() -> list[str]:
+    """A ``/dev`` of the devices a kernel uses, bound from the host, in the sandbox's root
+    (read-only). bubblewrap's own ``--dev`` mounts a tmpfs there, which the user of a grader
+    without root owns: writable and unbounded; and, for its pseudo-terminals, it nests a second
+    user namespace, in which ``kernel/scratch.py`` may not remount ``/tmp``."""
+    args = ["--dir", "/dev"]
+    for name in DEVICES:
+        if Path("/dev", name).exists():
+            args += ["--dev-bind", f"/dev/{name}", f"/dev/{name}"]
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+        args += ["--symlink", target, f"/dev/{name}"]
+    return args
 
 
 def _bind(how: str, path: Path) -> list[str]:

@@ -11,9 +11,11 @@ An attack that reaches the answer would score; each is written to use what it re
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -273,30 +275,43 @@ FILL_WRITABLE = (  # every path the kernel can write, filled: the softmax is hon
     "CAPPED = not COMM_WRITTEN and not OWN_TMPFS and written <= 256 << 20\n")
 
 
-# files by the hundred thousand: each an inode of the host's memory, however empty
+# files by the hundred thousand, each an inode of the host's memory however empty: the loop
+# stops at the cap with the system's message ("No space left on device"), in the report; the
+# next cell counts what it made and clears /tmp for the cells after
 FILL_FILES = (
-    "import os\n"
-    "made = 0\n"
-    "try:\n"
-    "    while made < 200_000:\n"
-    "        open(f'/tmp/many{made}', 'w').close()\n"
-    "        made += 1\n"
-    "except OSError:\n"
-    "    pass\n"
-    "for n in range(made):\n"
-    "    os.remove(f'/tmp/many{n}')\n"
-    "FILES_CAPPED = made < 200_000\n")
+    "for n in range(200_000):\n"
+    "    open(f'/tmp/many{n}', 'w').close()\n",
+    "import glob, os\n"
+    "made = glob.glob('/tmp/many*')\n"
+    "for name in made:\n"
+    "    os.remove(name)\n"
+    "FILES_CAPPED = len(made) < 200_000\n")
+
+# the rest of the sandbox's file system, and the capabilities of the learner's process
+ELSEWHERE = (
+    "def _writable(path):\n"
+    "    try:\n"
+    "        with open(path, 'w') as f:\n"
+    "            f.write('x')\n"
+    "    except OSError:\n"
+    "        return False\n"
+    "    os.remove(path)\n"
+    "    return True\n"
+    "WRITABLE = [p for p in ('/agattack', '/dev/agattack', '/dev/shm/agattack') if _writable(p)]\n"
+    "CAPS = {k: int(v, 16) for k, v in (line.split(':') for line in open('/proc/self/status')\n"
+    "                                   if line.startswith('Cap'))}\n"
+    "HELD = [k for k, v in CAPS.items() if v]\n"
+    "CAPPED = CAPPED and FILES_CAPPED and not WRITABLE and not HELD\n"
+    "print('checks:', dict(CAPPED=CAPPED, FILES_CAPPED=FILES_CAPPED, WRITABLE=WRITABLE, HELD=HELD))\n")
 
 
 def test_every_path_the_kernel_can_write_is_capped(tmp_path, guarded):
     """The kernel's connection file is in a folder of the host's disk bound read-only, its
-    sockets in its scratch /tmp, a tmpfs of 256 MB and (the grader being root, as here in CI)
-    20,000 files, and it can make no user namespace where it would mount a tmpfs of its own.
-    Filling all costs nothing and lands nowhere."""
-    if os.geteuid() != 0:
-        pytest.skip("the file cap of /tmp takes a root grader (CI runs as root)")
-    sabotaged = HONEST_SOFTMAX.replace("    return e /", "    return (1 if CAPPED and FILES_CAPPED else 2) * e /")
-    path = submission(tmp_path, softmax=sabotaged, before_softmax=[FILL_WRITABLE, FILL_FILES])
+    sockets in its scratch /tmp, a tmpfs of 256 MB and 20,000 files; the rest of its file
+    system is read-only, it holds no capability, and it can make no user namespace where it
+    would mount a tmpfs of its own. Filling all costs nothing and lands nowhere."""
+    sabotaged = HONEST_SOFTMAX.replace("    return e /", "    return (1 if CAPPED else 2) * e /")
+    path = submission(tmp_path, softmax=sabotaged, before_softmax=[FILL_WRITABLE, *FILL_FILES, ELSEWHERE])
     softmax, jvp, result = graded(path)
     assert result.total == 4, [e.messages for e in result.exercises]
 
@@ -304,18 +319,25 @@ def test_every_path_the_kernel_can_write_is_capped(tmp_path, guarded):
 def test_every_path_the_kernel_can_write_is_capped_without_root(tmp_path, guarded, learner):
     """The same, graded by a learner without root: ``submit`` in the sandbox, on a system Python
     whose packages are in the learner's user site. The kernel runs as the learner's own uid, the
-    owner of any folder of theirs it could reach; none is writable inside."""
+    owner of any folder of theirs it could reach; none is writable inside. bubblewrap's /tmp
+    holds 20,000 files here too (``kernel/scratch.py``), and its root and /dev, which that uid
+    owns, are read-only. (Before, the loop made its 200,000 files, and / and /dev took any.)"""
     where = ("import os, sys\n"
              f"HERE = (os.getuid(), sys.prefix) == ({learner.uid}, {str(Path(learner.python).parents[1])!r})\n")
     sabotaged = HONEST_SOFTMAX.replace("    return e /", "    return (1 if CAPPED and HERE else 2) * e /")
     notebook = learner.clone / "notebooks" / "00_start_here" / SOLUTION.name
-    shutil.copyfile(submission(tmp_path, softmax=sabotaged, before_softmax=[FILL_WRITABLE, where]), notebook)
+    shutil.copyfile(submission(tmp_path, softmax=sabotaged,
+                               before_softmax=[FILL_WRITABLE, *FILL_FILES, ELSEWHERE, where]), notebook)
     shutil.chown(notebook, learner.user, learner.user)
     proc, result = learner.submit(notebook, AUTOGRADER_ISOLATION="required")
     assert result is not None, proc.stderr[-2000:]
     assert not result["notes"], result["notes"]  # graded in the sandbox
-    assert (result["total"], result["max_total"]) == (4, 4), result["exercises"]
+    report = Path(result["feedback_html"]).read_text()
+    assert (result["total"], result["max_total"]) == (4, 4), re.findall(r"checks: [^\n<]*", report)
     assert proc.returncode == 0 and Path(result["feedback_html"]).is_relative_to(learner.clone)
+    assert "No space left on device" in report  # the loop's own cell, stopped at the cap
+    assert not [p for p in ("/agattack", "/dev/agattack", "/dev/shm/agattack", *glob.glob("/tmp/many*"))
+                if os.path.exists(p)]  # the host's
 
 
 def test_no_network_not_even_the_loopback(tmp_path, guarded):
