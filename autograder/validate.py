@@ -8,10 +8,14 @@ Validator (its settings, its printout, its result format) but takes the verdict 
 ``grade_notebook``: the same sandbox, secret-seeded hidden cases and judge as ``submit``.
 
 It answers ``autograder validate``, JupyterLab's Validate button (``autograder.lab``) and
-``nbgrader validate`` (``nbgrader_config.py`` calls ``use_for_nbgrader_validate``).
+``nbgrader validate`` (``nbgrader_config.py`` calls ``use_for_nbgrader_validate``). The notes
+``submit`` prints (what was repaired in the file; a grading without the sandbox, and why) come
+with the answer: under ``"notes"``, printed above nbgrader's printout, and, since nbgrader's
+Lab dialog shows nothing but the failures, at the head of the first failure's text there.
 """
 from __future__ import annotations
 
+import html
 import logging
 import textwrap
 
@@ -25,28 +29,47 @@ from autograder.grading import ExerciseResult, grade_notebook
 class CourseValidator(Validator):
     """nbgrader's Validator whose verdict is the course grader's, one entry per exercise."""
 
-    results: dict = {}  # what the last `validate` returned (`autograder validate`'s exit status)
+    results: dict = {}  # what the last `validate` found, notes aside (`autograder validate`'s exit status)
 
     def validate(self, filename: str) -> dict:
-        """nbgrader's result format: ``{}`` at full marks, else ``{"failed": [...]}``.
+        """nbgrader's result format: ``{}`` at full marks, else ``{"failed": [...]}``, and
+        ``"notes"`` (a list of sentences) where grading left any.
 
         Each failure is ``{"source": <exercise and points>, "error": <html>, "raw_error":
-        <the judge's messages>}``. With ``invert`` (``nbgrader validate --invert``) the
-        exercises at full marks are listed under ``"passed"`` instead.
+        <the judge's messages>}``; the first one's ``error`` begins with the notes. With
+        ``invert`` (``nbgrader validate --invert``) the exercises at full marks are listed
+        under ``"passed"`` instead.
         """
         self.log.info("Validating %s with the course's grader", filename)
         self.log.addFilter(_warnings_only)  # nbgrader's steps in the scratch course log here too
         try:
-            exercises = grade_notebook(filename).exercises
+            result = grade_notebook(filename)
         finally:
             self.log.removeFilter(_warnings_only)
+        exercises, notes = result.exercises, result.notes
         if self.invert:
             passed = [{"source": _title(e)} for e in exercises if e.points >= e.max_points]
             self.results = {"passed": passed} if passed else {}
         else:
             failed = [self._failure(e) for e in exercises if e.points < e.max_points]
+            if failed and notes:
+                failed[0]["error"] = "".join(f"<i>{html.escape(n)}</i>\n\n" for n in notes) + failed[0]["error"]
             self.results = {"failed": failed} if failed else {}
-        return self.results
+        return {**self.results, "notes": notes} if notes else self.results
+
+    def validate_and_print(self, filename: str) -> None:
+        """nbgrader's printout (of the failures, or with ``invert`` the passes), below the notes."""
+        results = self.validate(filename)
+        for note in results.get("notes", []):
+            self.stream.write(textwrap.fill(note, self.width) + "\n\n")
+        if self.invert:
+            self._print_num_passed(len(results.get("passed", [])))
+            for entry in results.get("passed", []):
+                self._print_pass(entry["source"])
+        else:
+            self._print_num_failed(len(results.get("failed", [])))
+            for entry in results.get("failed", []):
+                self._print_error(entry["source"], entry["raw_error"])
 
     def _failure(self, e: ExerciseResult) -> dict:
         # nbgrader indents each line and cuts it at `width`: wrap the judge's sentences instead

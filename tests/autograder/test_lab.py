@@ -2,6 +2,7 @@
 instructor's overrides, read back through Jupyter's own configuration readers; and the Validate
 handler against a request that names what it must not grade (issue 23), in a real Jupyter server.
 (Validate grading a notebook from Lab's button: tests/notebooks/test_jupyterlab.py.)"""
+import html
 import json
 import os
 import shutil
@@ -143,3 +144,21 @@ def test_validate_needs_the_servers_token(served):
     a notebook: without the server's token, or with another, the request is refused."""
     for token in (None, "guessed"):
         assert _validate(served, "start_here.ipynb", token) == (403, None), token
+
+
+def test_validate_answers_with_the_note_of_a_grading_without_the_sandbox(tmp_path):
+    """A learner's server where bubblewrap cannot run (none on its PATH; AUTOGRADER_ISOLATION
+    auto, the default): Validate grades without the sandbox, and its answer says so, where
+    nbgrader's dialog shows it (the first failure) and as ``"notes"``. (Before, it said nothing.)"""
+    root = tmp_path / "home"
+    root.mkdir()
+    shutil.copyfile(NOTEBOOKS / "00_start_here" / "start_here.ipynb", root / "start_here.ipynb")
+    with jupyter_server("server", root, f"--IdentityProvider.token={TOKEN}", ready=f"/api/status?token={TOKEN}",
+                        env={"PATH": str(Path(sys.executable).parent), "AUTOGRADER_ISOLATION": "auto",
+                             "JUPYTER_CONFIG_DIR": str(tmp_path / ".jupyter"),
+                             "JUPYTER_RUNTIME_DIR": str(tmp_path / "run")}) as url:
+        status, reply = _validate(url, "start_here.ipynb")
+    assert status == 200 and reply["success"] is True, reply
+    (note,) = reply["value"]["notes"]
+    assert note.startswith("Graded without isolation: bubblewrap (bwrap) is not installed."), note
+    assert note in html.unescape(reply["value"]["failed"][0]["error"])

@@ -3,7 +3,9 @@
 (JupyterLab's Validate button: tests/notebooks/test_jupyterlab.py.) Each grading runs in the sandbox
 where AUTOGRADER_ISOLATION=required (CI), as `submit` does.
 """
+import html
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -47,6 +49,30 @@ def test_autograder_validate_names_a_notebook_it_cannot_place(tmp_path):
     shutil.copyfile(RELEASE, nb)
     proc = subprocess.run([str(BIN / "autograder"), "validate", str(nb)], capture_output=True, text=True)
     assert proc.returncode == 2 and "--assignment" in proc.stderr
+
+
+def test_validate_says_when_it_graded_without_the_sandbox(tmp_path):
+    """AUTOGRADER_ISOLATION=auto where bubblewrap cannot run (none on the PATH): Validate grades
+    without the sandbox, as ``submit`` does, and says so as ``submit`` does: in the JSON answer
+    (which JupyterLab's handler forwards), at the head of the first failure (what Lab's dialog
+    shows of it), and above the printout, a success's too. (Before, it said nothing.)"""
+    env = {**os.environ, "PATH": str(BIN), "AUTOGRADER_ISOLATION": "auto"}
+    for folder, source in (("blank", RELEASE), ("solved", SOLUTION)):
+        (tmp_path / folder).mkdir()
+        shutil.copyfile(source, tmp_path / folder / source.name)
+    blank = subprocess.run([str(BIN / "autograder"), "validate", "--json", str(tmp_path / "blank" / RELEASE.name)],
+                           capture_output=True, text=True, env=env)
+    answer = json.loads(blank.stdout)
+    (note,) = answer["notes"]
+    assert note.startswith("Graded without isolation: bubblewrap (bwrap) is not installed."), note
+    assert blank.returncode == 1 and len(answer["failed"]) == 2
+    assert answer["failed"][0]["error"].startswith(f"<i>{html.escape(note)}</i>")
+    assert note not in answer["failed"][0]["raw_error"] and note not in answer["failed"][1]["error"]
+    solved = subprocess.run([str(BIN / "autograder"), "validate", str(tmp_path / "solved" / SOLUTION.name)],
+                            capture_output=True, text=True, env=env)
+    assert solved.returncode == 0, solved.stderr
+    assert solved.stdout.startswith("Graded without isolation: bubblewrap (bwrap) is not installed.")
+    assert solved.stdout.rstrip().endswith("Success! Your notebook passes all the tests.")
 
 
 def test_a_failure_is_wrapped_for_the_terminal_and_escaped_for_the_dialog():
