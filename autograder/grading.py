@@ -22,7 +22,7 @@ from autograder.pipeline.course import Graded, GradingError, SandboxError, Scrat
 from autograder.pipeline.execute import SandboxedExecute
 from autograder.pipeline.judge_outputs import recorded_verdict
 from autograder.pipeline.plan import recorded_exercise
-from autograder.pipeline.sandbox import isolation, may_fall_back, unisolated
+from autograder.pipeline.sandbox import isolation, isolation_setting, unisolated
 from autograder.pipeline.submission import prepare
 
 STUDENT = "learner"
@@ -159,7 +159,7 @@ def grade_notebook(notebook: str | Path, assignment: str | None = None,
         try:
             graded = course.grade(prepared.nb, STUDENT, name, isolate=isolated, **run)
         except SandboxError as err:
-            if not (isolated and may_fall_back()):
+            if not (isolated and isolation_setting() == "auto"):  # as where bwrap is missing
                 raise
             isolated, isolation_note = False, unisolated(str(err))
             graded = course.grade(prepared.nb, STUDENT, name, isolate=False, **run)

@@ -90,9 +90,7 @@ class Journal:
         one whole outcome of theirs (cut short, or planted): that submission is graded again."""
         try:
             earlier = Outcome(**json.loads((self.folder / f"{student}.json").read_text()))
-        except FileNotFoundError:
-            return None
-        except (ValueError, TypeError):  # not JSON, not UTF-8, not an Outcome's fields
+        except (FileNotFoundError, ValueError, TypeError):  # none; not JSON, UTF-8, an Outcome's fields
             return None
         return earlier if earlier.student == student and isinstance(earlier.digest, str) else None
 

@@ -93,11 +93,18 @@ def _bwrap_problem() -> str | None:
     return None
 
 
-def isolation() -> tuple[bool, str]:
-    """(isolated, a sentence for the learner) under the ``AUTOGRADER_ISOLATION`` setting."""
+def isolation_setting() -> str:
+    """``AUTOGRADER_ISOLATION``: "auto" (the default: the sandbox where it runs, else without it,
+    with a note), "required" or "off"."""
     setting = os.environ.get(ISOLATION_ENV, "auto")
     if setting not in ("auto", "required", "off"):
         raise SandboxUnavailable(f"{ISOLATION_ENV}={setting!r}; expected auto, required or off")
+    return setting
+
+
+def isolation() -> tuple[bool, str]:
+    """(isolated, a sentence for the learner) under ``isolation_setting()``."""
+    setting = isolation_setting()
     if setting == "off":
         return False, f"Graded without isolation ({ISOLATION_ENV}=off)."
     problem = _bwrap_problem()
@@ -106,12 +113,6 @@ def isolation() -> tuple[bool, str]:
     if setting == "required":
         raise SandboxUnavailable(f"isolation is required but {problem}")
     return False, unisolated(problem)
-
-
-def may_fall_back() -> bool:
-    """Whether a notebook the sandbox could not run may be graded without it (the setting "auto",
-    as where bubblewrap is missing)."""
-    return os.environ.get(ISOLATION_ENV, "auto") == "auto"
 
 
 def unisolated(problem: str) -> str:
