@@ -175,6 +175,35 @@ def grade_mutant_bank(solution: Path, edits, tmp_path: Path) -> None:
             assert result[i].points == result[i].max_points, (i, result[i].messages)
 
 
+
+def padded_notebook(path: Path, source: Path, edit, **pads) -> Path:
+    """``source``, its JSON ``edit``ed, written to ``path``, each string ``"@name@"`` in it
+    replaced by the bytes ``pads[name]`` holds: a list of pieces, written one at a time (the
+    file may reach hundreds of MB; it is never held whole)."""
+    nb = json.loads(Path(source).read_text())
+    edit(nb)
+    parts = re.split(rb'"@(\w+)@"', json.dumps(nb, indent=1).encode())
+    with path.open("wb") as f:
+        for i, part in enumerate(parts):
+            for piece in pads[part.decode()] if i % 2 else [part]:
+                f.write(piece)
+    return path
+
+
+def saved_outputs(nb) -> None:
+    """An ``edit`` for ``padded_notebook``: ``"@outputs@"`` as every code cell's outputs."""
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            cell["outputs"] = "@outputs@"
+
+
+def outputs_as_saved(lines: int, images: int) -> bytes:
+    """A code cell's outputs as JupyterLab saves them: ``lines`` thousand lines of text printed
+    (about 1 MB a thousand) and ``images`` PNG images (about 3 MB each), as JSON."""
+    text = {"output_type": "stream", "name": "stdout", "text": ["loss 0.123456789 " * 60 + "\n"] * 1000}
+    image = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBORw0KGgo=" * 200_000}}
+    return json.dumps([text] * lines + [image] * images).encode()
+
 def linked_copy(src: Path, dest: Path) -> None:
     """``src`` (a folder: a whole virtual environment) copied to ``dest`` as hard links: seconds,
     no space. Skips the test where the two are on different file systems."""

@@ -4,13 +4,13 @@
 ``nbgrader collect`` makes), a flat folder of ``<student>.ipynb`` files, a folder of
 ``<student>/<anything>.ipynb``, or a .zip of any of these (``intake.py``: whose each file is,
 and which it refuses). Each learner's file is copied unchanged into the course's
-``submitted/``, prepared here (``submission.prepare``) and graded
-by a worker (``worker.py``): one per ``--jobs`` here, or the workers of a Dask cluster
-(``pools.py``). Every kernel runs in its own sandbox; a submission past ``time_limit``
-seconds is stopped and reported, and the others go on. The instructor's process alone writes
-the results, one submission at a time, journal first (``journal.py``), so an interrupted run
-continues where it stopped when the same command is run again: what was graded is not
-graded twice.
+``submitted/``, prepared here (``submission.prepare``, in a thread of its own: a huge file
+delays no other) and graded by a worker (``worker.py``): one per ``--jobs`` here, or the
+workers of a Dask cluster (``pools.py``). Every kernel runs in its own sandbox; a submission
+past ``time_limit`` seconds is stopped and reported, and the others go on. The instructor's
+process alone writes the results, one submission at a time, journal first (``journal.py``),
+so an interrupted run continues where it stopped when the same command is run again: what
+was graded is not graded twice.
 
 The results are nbgrader's: ``autograded/``, ``feedback/``, the gradebook, so the formgrader,
 ``nbgrader generate_feedback``, ``release_feedback`` and ``export`` work on them as usual.
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import statistics
 import sys
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from queue import Queue
 
@@ -29,7 +29,8 @@ from tqdm import tqdm
 # Light imports only: the workers start before nbgrader and nbconvert are imported here.
 from autograder.classroom.intake import find_submissions, place_submission, read_timestamp, unpacked
 from autograder.classroom.journal import JOURNALLED, RECORDED, Journal, course_config
-from autograder.classroom.jobs import Outcome, Task, answer_to, job_digest
+from autograder.classroom.jobs import Outcome, Task, job_digest
+from autograder.classroom.pools import DaskPool, Pool  # Dask itself only for a cluster
 from autograder.paths import REPO, SOLUTIONS
 from autograder.pipeline.sandbox import isolation
 from autograder.startup import quick_alembic_head
@@ -61,40 +62,28 @@ class Summary:
         return "\n".join(lines)
 
 
-class LocalPool:
+class LocalPool(Pool):
     """``jobs`` grading processes on this machine, started at once, each lent to one thread."""
 
     def __init__(self, jobs: int, time_limit: float, log: Path, assignment: str):
-        self.workers = max(1, jobs)
+        super().__init__(jobs)
         self._all = [GradingProcess(time_limit, log, assignment) for _ in range(self.workers)]
         self._idle: Queue[GradingProcess] = Queue()
         for process in self._all:
             self._idle.put(process)
-        self._threads = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="grade")
 
-    def _grade(self, task: Task) -> Outcome:
+    def grade(self, task: Task) -> Outcome:
         process = self._idle.get()
         try:
             return process.grade(task)
         finally:
             self._idle.put(process)
 
-    def submit(self, task: Task):
-        return self._threads.submit(self._grade, task)
-
-    @staticmethod
-    def wait_any(pending):
-        return wait(pending, return_when=FIRST_COMPLETED)
-
-    @staticmethod
-    def outcome(future, task: Task) -> Outcome:
-        return future.result()
-
     def close(self, interrupted: bool = False) -> None:
         if interrupted:  # stop the graders first, so the threads waiting on them return
             for process in self._all:
                 process.close()
-        self._threads.shutdown(wait=True, cancel_futures=True)
+        super().close(interrupted)
         for process in self._all:
             process.close(kill=False)
 
@@ -135,7 +124,6 @@ def grade_submissions(submissions: Path, assignment: str, course_root: Path = RE
     name, course_root = names[0], Path(course_root).resolve()
     journal = Journal(course_root, assignment)
     if scheduler:
-        from autograder.classroom.pools import DaskPool  # lazy: Dask only for a cluster
         pool = DaskPool(scheduler, time_limit)
     else:  # the workers get ready while the submissions are looked at
         pool = LocalPool(jobs, time_limit, journal.log(), assignment)
@@ -151,9 +139,6 @@ def grade_submissions(submissions: Path, assignment: str, course_root: Path = RE
         pool.close(interrupted=True)  # nothing to do: stop them without waiting
         return summary
 
-    def task(student: str) -> Task | Outcome:
-        return make_task(course_root / "submitted" / student / assignment, student, assignment, name)
-
     def keep(outcome: Outcome) -> None:
         if _keep(journal, outcome, summary):
             (summary.graded if outcome.ok else summary.failed).append(outcome)
@@ -162,21 +147,16 @@ def grade_submissions(submissions: Path, assignment: str, course_root: Path = RE
 
     bar = tqdm(total=len(todo), desc=f"grading {assignment}", unit="notebook", disable=not progress,
                file=sys.stderr, dynamic_ncols=True)
-    pending, queue = {}, list(reversed(todo))
+    pending, queue = set(), list(reversed(todo))
     try:
         while queue or pending:
             while queue and len(pending) < 2 * pool.workers:  # a bounded window: tasks carry files
-                t = task(queue.pop())
-                if isinstance(t, Outcome):  # could not be prepared: nothing to send
-                    keep(t)
-                else:
-                    pending[pool.submit(t)] = t
-            if not pending:
-                continue
-            done, _ = pool.wait_any(list(pending))
+                student = queue.pop()
+                pending.add(pool.submit(partial(make_task, course_root / "submitted" / student / assignment,
+                                                student, assignment, name)))
+            done, pending = pool.wait_any(pending)
             for future in done:
-                sent = pending.pop(future)
-                keep(answer_to(sent, pool.outcome(future, sent)))
+                keep(future.result())
     except BaseException:
         pool.close(interrupted=True)
         raise

@@ -1,4 +1,10 @@
-"""Grading a class on a Dask cluster: ``autograder grade ... --scheduler`` [trusted]
+"""Who grades a class's submissions: threads of the instructor's process, and the Dask cluster [trusted]
+
+``Pool`` is what ``grade.grade_submissions`` hands submissions to: each one is read and prepared
+(``grade.make_task``: seconds for a gigabyte of saved outputs) and then graded in a thread of
+its own, ``2 * workers`` at a time, so that a huge file delays no other submission; the
+instructor's main thread only hands out and keeps what comes back. ``grade.LocalPool`` grades
+in processes of this machine; ``DaskPool`` on a cluster (``autograder grade ... --scheduler``).
 
 Each Dask worker thread keeps one grading process (``worker.GradingProcess``), exactly as
 ``--jobs`` does on one machine: every submission is graded there in its own sandbox and
@@ -17,8 +23,10 @@ have had.
 from __future__ import annotations
 
 import threading
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Callable
 
-from autograder.classroom.jobs import Outcome, Task
+from autograder.classroom.jobs import Outcome, Task, answer_to
 from autograder.classroom.worker import GradingProcess
 
 _local = threading.local()
@@ -33,8 +41,36 @@ def grade_on_worker(task: Task, time_limit: float) -> Outcome:
     return process.grade(task)
 
 
-class DaskPool:
-    """The cluster behind ``scheduler``, seen as ``classroom.LocalPool`` sees its processes."""
+class Pool:
+    """``workers`` graders, each task prepared and graded in a thread of this process (see above)."""
+
+    def __init__(self, workers: int):
+        self.workers = max(1, workers)
+        # twice the graders: the window of tasks grade_submissions keeps out, each prepared at once
+        self._threads = ThreadPoolExecutor(max_workers=2 * self.workers, thread_name_prefix="grade")
+
+    def submit(self, prepare: Callable[[], Task | Outcome]) -> Future:
+        """A future of the outcome of ``prepare()``'s task: the grader's answer to that task
+        (``answer_to``), or the failed outcome ``prepare`` returned instead of a task."""
+        return self._threads.submit(self._prepare_and_grade, prepare)
+
+    def _prepare_and_grade(self, prepare) -> Outcome:
+        task = prepare()
+        return task if isinstance(task, Outcome) else answer_to(task, self.grade(task))
+
+    def grade(self, task: Task) -> Outcome:
+        raise NotImplementedError
+
+    @staticmethod
+    def wait_any(pending):
+        return wait(pending, return_when=FIRST_COMPLETED)
+
+    def close(self, interrupted: bool = False) -> None:
+        self._threads.shutdown(wait=True, cancel_futures=True)
+
+
+class DaskPool(Pool):
+    """The cluster behind ``scheduler``: one grader per thread of its workers."""
 
     def __init__(self, scheduler: str, time_limit: float):
         from distributed import Client  # lazy: Dask (1 s) only when a cluster is named
@@ -45,21 +81,12 @@ class DaskPool:
         if not threads:
             self.client.close()
             raise RuntimeError(f"the Dask cluster at {scheduler} has no workers")
-        self.workers = threads
+        super().__init__(threads)
 
-    def submit(self, task: Task):
+    def grade(self, task: Task) -> Outcome:
         # pure=False: a regrade after a change is a new task even for the same student
-        return self.client.submit(grade_on_worker, task, self.time_limit, pure=False,
-                                  key=f"grade-{task.student}-{task.digest[:12]}")
-
-    @staticmethod
-    def wait_any(pending):
-        from distributed import wait  # lazy: as in __init__
-
-        return wait(pending, return_when="FIRST_COMPLETED")
-
-    @staticmethod
-    def outcome(future, task: Task) -> Outcome:
+        future = self.client.submit(grade_on_worker, task, self.time_limit, pure=False,
+                                    key=f"grade-{task.student}-{task.digest[:12]}")
         try:
             return future.result()
         except Exception as err:  # KilledWorker (died too often), lost connection, ...
@@ -67,4 +94,5 @@ class DaskPool:
                            reason=f"the cluster could not grade it: {type(err).__name__}: {err}"[:1500])
 
     def close(self, interrupted: bool = False) -> None:
-        self.client.close()
+        self.client.close()  # first: a thread waiting on the cluster then returns
+        super().close(interrupted)

@@ -11,6 +11,7 @@ import csv
 import glob
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from nbformat.v4 import new_code_cell
 
 from autograder.classroom.journal import Journal
 from autograder.pipeline.course import new_course
-from helpers import NOTEBOOKS, SOLUTIONS, mutant
+from helpers import NOTEBOOKS, SOLUTIONS, mutant, outputs_as_saved, padded_notebook, saved_outputs
 
 ASSIGNMENT = "00_start_here"
 SOLUTION = SOLUTIONS / ASSIGNMENT / "start_here.ipynb"
@@ -224,3 +225,32 @@ def test_a_learner_in_a_class_reaches_no_grader_scratch_secret_gradebook_or_clas
     scores = gradebook(course)
     assert sum(s for s, _ in (v for v in scores["ada"].values() if isinstance(v, tuple))) == 4.0
     assert sum(s for s, _ in (v for v in scores["snoop"].values() if isinstance(v, tuple))) == 4.0
+
+
+def test_a_huge_submission_is_read_beside_the_others_and_graded_from_its_code(tmp_path):
+    """Aaron's notebook, first of the class, holds 230 MB of saved outputs: reading it takes a
+    second or more, in a thread of its own, while bo's, read in a moment, goes to the one grading
+    process (``--jobs 1``) first. Before, the instructor's process read each file before it
+    handed out the next, and Aaron's was graded first whatever the others waited. It is graded
+    from its code: full marks, no note."""
+    folder, course = tmp_path / "class", tmp_path / "course"
+    try:
+        folder.mkdir()
+        course.mkdir()
+        new_course(course)
+        huge = padded_notebook(folder / "aaron.ipynb", SOLUTION, saved_outputs,
+                               outputs=[outputs_as_saved(lines=15, images=1)])
+        assert huge.stat().st_size > 200 << 20
+        (folder / "bo.ipynb").write_bytes(SOLUTION.read_bytes())
+        (folder / "cy.ipynb").write_bytes(RELEASE.read_bytes())
+        run = subprocess.run(grade_cmd(folder, course, "--jobs", "1", "--no-progress"),
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0 and "graded 3, failed 0" in run.stdout, run.stdout + run.stderr
+        order = [row[1] for row in Journal(course, ASSIGNMENT).history()]
+        assert sorted(order) == ["aaron", "bo", "cy"] and order.index("bo") < order.index("aaron"), order
+        rows = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader((course / "grades.csv").open())}
+        assert rows == {"aaron": 4.0, "bo": 4.0, "cy": 0.0}
+        autograded, _ = outputs(course, "aaron")
+        assert not any("Notes from the grader" in source for _, _, source, _ in autograded)
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)  # its files are large

@@ -23,7 +23,7 @@ from nbformat.v4 import new_code_cell
 from autograder.grading import DEADLINE, run_budget
 from autograder.pipeline.course import ScratchCourse
 from autograder.pipeline.submission import prepare
-from helpers import REPO, SOLUTIONS
+from helpers import REPO, SOLUTIONS, outputs_as_saved, padded_notebook, saved_outputs
 
 SOLUTION = SOLUTIONS / "00_start_here" / "start_here.ipynb"
 PEAK_MB = 300  # the grader's process: 130 MB for a plain submission; main took 1.5 GB on 100,000 cells
@@ -51,17 +51,8 @@ def folder(tmp_path):
 
 
 def _write(folder, edit, **pads):
-    """The solution, ``edit``ed, as a file where each string ``"@name@"`` is replaced by the
-    bytes ``pads[name]`` holds (a list of pieces, written one at a time)."""
-    nb = json.loads(SOLUTION.read_text())
-    edit(nb)
-    parts = re.split(rb'"@(\w+)@"', json.dumps(nb, indent=1).encode())
-    path = folder / SOLUTION.name
-    with path.open("wb") as f:
-        for i, part in enumerate(parts):
-            for piece in pads[part.decode()] if i % 2 else [part]:
-                f.write(piece)
-    return path
+    """The solution, ``edit``ed and padded (``helpers.padded_notebook``), in ``folder``."""
+    return padded_notebook(folder / SOLUTION.name, SOLUTION, edit, **pads)
 
 
 def _graded(path) -> dict:
@@ -138,19 +129,10 @@ def test_a_worst_case_is_graded_in_time_and_memory_with_a_note(folder, case):
         assert result["notes"] == [], result["notes"]
 
 
-def _saved_outputs(nb):
-    """Outputs as JupyterLab saves them, on every code cell: text, line by line, and images."""
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "code":
-            cell["outputs"] = "@outputs@"
-
-
 def test_a_notebook_large_only_for_its_outputs_is_graded_from_its_code(folder):
     """Outputs past 500 MB (main refused anything past 20 MB, and would have held it all)."""
-    text = {"output_type": "stream", "name": "stdout", "text": ["loss 0.123456789 " * 60 + "\n"] * 1000}
-    image = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBORw0KGgo=" * 200_000}}
-    outputs = json.dumps([text] * 36 + [image] * 2).encode()  # about 41 MB on each of the 13 code cells
-    path = _write(folder, _saved_outputs, outputs=[outputs])
+    outputs = outputs_as_saved(lines=36, images=2)  # about 41 MB on each of the 13 code cells
+    path = _write(folder, saved_outputs, outputs=[outputs])
     assert path.stat().st_size > 500 * MB
     result = _graded(path)
     assert (result["total"], result["max_total"], result["notes"]) == (4, 4, []), result
