@@ -407,7 +407,7 @@ def _devices() -> list[str]:
     (read-only). bubblewrap's own ``--dev`` mounts a tmpfs there, which the user of a grader
     without root owns: writable and unbounded; and, for its pseudo-terminals, it nests a second
     user namespace, in which ``kernel/scratch.py`` may not remount ``/tmp``."""
-    args = ["--dir", "/dev"]
+    args = ["--dir", "/dev", "--dir", "/dev/shm"]  # as --dev's: there, but no one's to write in
     for name in DEVICES:
         if Path("/dev", name).exists():
             args += ["--dev-bind", f"/dev/{name}", f"/dev/{name}"]
