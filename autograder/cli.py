@@ -6,6 +6,9 @@
     autograder instructor-mode on|off              show nbgrader's instructor tools in JupyterLab
     autograder grade SUBMISSIONS -a ASSIGNMENT     grade a class into the gradebook, export CSV;
                                                    resumable, in parallel or on a Dask cluster
+    autograder regrade ASSIGNMENT                  grade a class again after the grader changed
+    autograder export canvas|moodle --roster CSV   grades in the layout a school's gradebook imports
+    autograder release-solutions ASSIGNMENT        the model solutions to the learners, once due
 """
 from __future__ import annotations
 
@@ -86,20 +89,77 @@ def cmd_instructor_mode(args) -> int:
 def cmd_grade(args) -> int:
     # lazy, and light: the workers start before nbgrader is imported (``classroom.grade``)
     from autograder.classroom.grade import export_csv, grade_submissions
-    from autograder.pipeline.sandbox import ISOLATION_ENV, SandboxUnavailable
+    from autograder.pipeline.sandbox import ISOLATION_ENV
 
     skip_slow_imports()
-
     os.environ.setdefault(ISOLATION_ENV, "auto" if args.allow_unisolated else "required")
     course = Path(args.course) if args.course else _course_here()
-    try:
+
+    def run():
         summary = grade_submissions(Path(args.submissions), args.assignment, course, jobs=args.jobs,
                                     time_limit=args.time_limit, scheduler=args.scheduler,
                                     retry_failed=args.retry_failed, progress=not args.no_progress)
         print(summary.report())
-        csv = export_csv(course, Path(args.csv))
+        return summary, export_csv(course, Path(args.csv))
+    done = _instructor_step(run)
+    if isinstance(done, int):
+        return done
+    summary, csv = done
+    print(f"grades written to {csv}")
+    return 1 if summary.failed else 0
+
+
+def cmd_regrade(args) -> int:
+    # lazy, and light: as in cmd_grade
+    from autograder.classroom.regrade import regrade
+    from autograder.pipeline.sandbox import ISOLATION_ENV
+
+    skip_slow_imports()
+    os.environ.setdefault(ISOLATION_ENV, "auto" if args.allow_unisolated else "required")
+    course = Path(args.course) if args.course else _course_here()
+    done = _instructor_step(lambda: regrade(args.assignment, course, release=args.release_feedback,
+                                            jobs=args.jobs, time_limit=args.time_limit,
+                                            scheduler=args.scheduler, progress=not args.no_progress))
+    if isinstance(done, int):
+        return done
+    print(done.report())
+    return 1 if done.summary.failed else 0
+
+
+def cmd_export(args) -> int:
+    from autograder.classroom.export import export  # lazy: nbgrader (see above)
+
+    course = Path(args.course) if args.course else _course_here()
+    out = Path(args.out or f"{args.layout}_grades.csv")
+    try:
+        done = export(args.layout, Path(args.roster), out, course, args.assignment, args.moodle_id)
+    except (OSError, ValueError) as err:
+        print(f"autograder: {err}", file=sys.stderr)
+        return 2
+    print(done.report())
+    return 1 if done.unknown else 0
+
+
+def cmd_release_solutions(args) -> int:
+    from autograder.classroom.solutions import release_solutions  # lazy: nbgrader (see above)
+
+    course = Path(args.course) if args.course else _course_here()
+    name = _instructor_step(lambda: release_solutions(args.assignment, course, args.before_due_date))
+    if isinstance(name, int):
+        return name
+    print(f"released {name}: learners fetch it from their Assignment List "
+          f"(or: nbgrader fetch_assignment {name})")
+    return 0
+
+
+def _instructor_step(step):
+    """``step()``, or the exit status of a command it stopped: 130 interrupted, 2 refused."""
+    from autograder.pipeline.sandbox import SandboxUnavailable
+
+    try:
+        return step()
     except KeyboardInterrupt:
-        print("\nautograder: interrupted; what was graded is saved. Run the same command again "
+        print("\nautograder: interrupted; what was done is saved. Run the same command again "
               "to continue.", file=sys.stderr)
         return 130
     except Exception as err:
@@ -108,13 +168,25 @@ def cmd_grade(args) -> int:
             raise
         print(f"autograder: {err}", file=sys.stderr)
         return 2
-    print(f"grades written to {csv}")
-    return 1 if summary.failed else 0
 
 
 def _course_here() -> Path:
     """The nbgrader course directory to grade into: the working directory if it is one."""
     return Path.cwd() if Path("nbgrader_config.py").exists() else REPO
+
+
+def _class_options(p: argparse.ArgumentParser) -> None:
+    """The options of the commands that grade a class (grade, regrade)."""
+    p.add_argument("-j", "--jobs", type=int, default=2, help="notebooks graded in parallel here")
+    p.add_argument("--course", help="the nbgrader course directory (default: the working directory "
+                   "if it has an nbgrader_config.py, else this repository)")
+    p.add_argument("--time-limit", type=float, default=180, metavar="SECONDS",
+                   help="stop grading a submission after this long (default 180)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="grade on a Dask cluster, e.g. tcp://HOST:8786, instead of --jobs here")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--allow-unisolated", action="store_true",
+                   help="grade even where the sandbox (bubblewrap) cannot run (unsafe for a class)")
 
 
 def main(argv=None) -> int:
@@ -146,20 +218,38 @@ def main(argv=None) -> int:
     p = sub.add_parser("grade", help="grade a class into the gradebook, resumably (instructor)")
     p.add_argument("submissions", help="nbgrader submitted/ folder, a flat folder or a .zip of notebooks")
     p.add_argument("-a", "--assignment", required=True)
-    p.add_argument("-j", "--jobs", type=int, default=2, help="notebooks graded in parallel here")
     p.add_argument("--csv", default="grades.csv", help="where to export the grades")
-    p.add_argument("--course", help="the nbgrader course directory (default: the working directory "
-                   "if it has an nbgrader_config.py, else this repository)")
-    p.add_argument("--time-limit", type=float, default=180, metavar="SECONDS",
-                   help="stop grading a submission after this long (default 180)")
-    p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="grade on a Dask cluster, e.g. tcp://HOST:8786, instead of --jobs here")
     p.add_argument("--retry-failed", action="store_true",
                    help="grade again the submissions an earlier run could not grade")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--allow-unisolated", action="store_true",
-                   help="grade even where the sandbox (bubblewrap) cannot run (unsafe for a class)")
+    _class_options(p)
     p.set_defaults(func=cmd_grade)
+
+    p = sub.add_parser("regrade", help="grade every submission of an assignment again after the "
+                       "grader changed; print whose score changed (instructor)")
+    p.add_argument("assignment")
+    p.add_argument("--release-feedback", action="store_true",
+                   help="release the new feedback to the learners whose result changed")
+    _class_options(p)
+    p.set_defaults(func=cmd_regrade)
+
+    p = sub.add_parser("export", help="the gradebook as the CSV Canvas or Moodle imports (instructor)")
+    p.add_argument("layout", choices=["canvas", "moodle"])
+    p.add_argument("--roster", required=True, help="CSV of the learners: a login and/or an e-mail "
+                   "column (Canvas's own grades export will do)")
+    p.add_argument("-a", "--assignment", action="append", help="only this assignment (repeatable)")
+    p.add_argument("--moodle-id", choices=["email", "username", "idnumber"], default="email",
+                   help="what identifies a learner to Moodle (default: email)")
+    p.add_argument("--out", help="where to write it (default: LAYOUT_grades.csv)")
+    p.add_argument("--course", help="the nbgrader course directory (as for grade)")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("release-solutions", help="release the model solutions through nbgrader's "
+                       "exchange once the assignment is due (instructor)")
+    p.add_argument("assignment")
+    p.add_argument("--before-due-date", action="store_true",
+                   help="release although learners may still hand it in")
+    p.add_argument("--course", help="the nbgrader course directory (as for grade)")
+    p.set_defaults(func=cmd_release_solutions)
 
     args = parser.parse_args(argv)
     quiet()

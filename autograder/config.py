@@ -18,6 +18,7 @@ from nbgrader.converters import GenerateAssignment
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,
                                     IncludeHeaderFooter, LimitOutput, SaveAutoGrades)
 
+from autograder.classroom.late import LatePolicy, TrustedCollect
 from autograder.header import IncludeHeader
 from autograder.pipeline.execute import SandboxedExecute
 from autograder.pipeline.feedback import FeedbackExporter
@@ -56,3 +57,7 @@ def configure(c, root: Path = REPO) -> None:
     # and names its exercises (feedback.py, report.py)
     c.GenerateFeedback.exporter_class = FeedbackExporter
     c.GenerateFeedback.preprocessors = [ReportGrades, CSSHTMLHeaderPreprocessor]
+    # late work: the instructor's policy (c.LatePolicy.*, none unless set), priced from a
+    # submission time the learner cannot set back (classroom/late.py)
+    c.AssignLatePenalties.plugin_class = LatePolicy
+    c.ExchangeFactory.collect = TrustedCollect

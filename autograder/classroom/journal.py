@@ -138,6 +138,18 @@ class Journal:
         _save_grades(self.course_root, self.assignment, stem, outcome, self.config)
         write_atomic(self.folder / f"{outcome.student}.done", outcome.digest)
 
+    def forget(self, student: str, into: Path) -> None:
+        """Make ``student``'s submission new again, for a regrade: its mark goes first, then its
+        outcome moves into the folder ``into`` (to compare with the new one). Killed in
+        between, the outcome is still here and unmarked: calling this again finishes it."""
+        (self.folder / f"{student}.done").unlink(missing_ok=True)
+        if (self.folder / f"{student}.json").exists():
+            os.replace(self.folder / f"{student}.json", Path(into) / f"{student}.json")
+
+    def students(self) -> list[str]:
+        """Everyone with an outcome journalled."""
+        return sorted(p.stem for p in self.folder.glob("*.json"))
+
     def history(self) -> list[list[str]]:
         path = self.folder / "history.tsv"
         if not path.exists():
