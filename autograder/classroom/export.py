@@ -149,7 +149,7 @@ def export(layout: str, roster: Path, out: Path, course_root: Path,
         for i, row in enumerate(rows):
             student = found.get(i)
             if layout == "moodle" and student is None:
-                continue  # Moodle refuses the whole file for one learner it does not know
+                continue  # nothing graded here to import (a blank Canvas cell changes nothing)
             writer.writerow({**identity(row), **{column: _points(scores.get((student, a)))
                                                  for a, column in columns.items()}})
             written += 1
