@@ -34,6 +34,7 @@ from pathlib import Path
 
 from autograder.classroom.jobs import Outcome
 from autograder.classroom.journal import write_atomic
+from autograder.paths import SOLUTIONS
 
 STUDENT_ID = re.compile(r"[^\W_][\w.@+-]{0,63}")
 STAMP_LIMIT = 256      # bytes of timestamp.txt: nbgrader writes ~30 ("2024-05-01 12:00:00.000000 UTC")
@@ -71,14 +72,17 @@ def find_submissions(folder: Path, assignment: str,
     ``folder``, a resolved path (``unpacked``).
 
     A learner's folder may hold more than one notebook: the assignment's own name, when
-    present, is the one graded (``grade.py`` refuses a learner left with several).
+    present, is the one graded (``grade.py`` refuses a learner left with several). In
+    nbgrader's layout, ``<student>/<another assignment>/`` is not this assignment's work:
+    ``submitted/`` holds every assignment collected so far.
     """
     found: dict[str, list[Path]] = {}
     refused: dict[str, Outcome] = {}
+    others = {p.name for p in SOLUTIONS.iterdir() if p.is_dir()} - {assignment}
     for nb in sorted(folder.rglob("*.ipynb")):
         rel = nb.relative_to(folder).parts
-        if ".ipynb_checkpoints" in rel:
-            continue
+        if ".ipynb_checkpoints" in rel or (len(rel) > 2 and rel[1] in others):
+            continue  # (nbgrader's layout: that learner's work on another assignment of the course)
         student = Path(rel[0]).stem if len(rel) == 1 else rel[0]
         if not STUDENT_ID.fullmatch(student):
             shown = ascii(student)  # as the terminal and the journal can show it

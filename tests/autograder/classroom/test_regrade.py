@@ -28,6 +28,7 @@ from nbgrader.apps import NbGraderAPI
 from nbgrader.utils import notebook_hash
 
 from autograder.classroom.export import final_scores
+from autograder.classroom.intake import find_submissions
 from autograder.classroom.journal import Journal, course_config
 from autograder.classroom.late import stamp
 from autograder.pipeline.course import new_course
@@ -206,3 +207,17 @@ def test_feedback_is_released_again_only_where_something_changed(term):
     assert now["ada"] == first["ada"] and now["cy"] == first["cy"]
     assert now["bo"] != first["bo"] and now["dee"] != first["dee"]
     assert NEW_MESSAGE in now["dee"] and OLD_MESSAGE in first["dee"]
+
+
+def test_submitted_holding_other_assignments_gives_only_this_ones_work(tmp_path):
+    """``regrade`` (and ``grade submitted``) read the course's ``submitted/``, where every
+    assignment collected so far lies. bo handed in only notebook 00: his 00 notebook was found as
+    his work on 02 (the only notebook in his folder), graded against 02 and copied over as
+    ``submitted/bo/02_attention/attention.ipynb``."""
+    for student, assignment, name in (("ada", ASSIGNMENT, "start_here.ipynb"),
+                                      ("ada", "02_attention", "attention.ipynb"),
+                                      ("bo", ASSIGNMENT, "start_here.ipynb")):
+        (tmp_path / student / assignment).mkdir(parents=True)
+        (tmp_path / student / assignment / name).write_text("{}")
+    found, refused = find_submissions(tmp_path, "02_attention", "attention.ipynb")
+    assert found == {"ada": [tmp_path / "ada" / "02_attention" / "attention.ipynb"]} and not refused
