@@ -154,7 +154,7 @@ def cmd_release_solutions(args) -> int:
 
 def _instructor_step(step):
     """``step()``, or the exit status of a command it stopped: 130 interrupted, 2 refused."""
-    from autograder.pipeline.sandbox import SandboxUnavailable
+    from autograder.pipeline.sandbox import SandboxUnavailable  # lazy: as in cmd_grade
 
     try:
         return step()

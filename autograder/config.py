@@ -18,7 +18,6 @@ from nbgrader.converters import GenerateAssignment
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,
                                     IncludeHeaderFooter, LimitOutput, SaveAutoGrades)
 
-from autograder.classroom.late import LatePolicy, TrustedCollect
 from autograder.header import IncludeHeader
 from autograder.pipeline.execute import SandboxedExecute
 from autograder.pipeline.feedback import FeedbackExporter
@@ -59,5 +58,6 @@ def configure(c, root: Path = REPO) -> None:
     c.GenerateFeedback.preprocessors = [ReportGrades, CSSHTMLHeaderPreprocessor]
     # late work: the instructor's policy (c.LatePolicy.*, none unless set), priced from a
     # submission time the learner cannot set back (classroom/late.py)
-    c.AssignLatePenalties.plugin_class = LatePolicy
-    c.ExchangeFactory.collect = TrustedCollect
+    # (named, not imported: classroom/ imports this module)
+    c.AssignLatePenalties.plugin_class = "autograder.classroom.late.LatePolicy"
+    c.ExchangeFactory.collect = "autograder.classroom.late.TrustedCollect"

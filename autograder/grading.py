@@ -45,6 +45,7 @@ class Result:
     exercises: list[ExerciseResult]
     feedback_html: str | None = None
     notes: list[str] = field(default_factory=list)  # repairs to the file, isolation
+    autograded: str = field(default="", repr=False)  # nbgrader's autograded notebook (JSON)
 
     @property
     def total(self) -> float:
@@ -168,7 +169,8 @@ def grade_notebook(notebook: str | Path, assignment: str | None = None,
         Path(feedback_to).write_text(graded.feedback, encoding="utf-8")
         html = str(Path(feedback_to).resolve())
     notes = prepared.notes + ([] if isolated else [isolation_note])
-    return Result(str(notebook), assignment, read_results(assignment, name, graded), html, notes)
+    return Result(str(notebook), assignment, read_results(assignment, name, graded), html, notes,
+                  graded.autograded)
 
 
 def submit(notebook: str | Path, assignment: str | None = None, as_json: bool = False) -> Result | None:

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -125,6 +126,15 @@ def claim(path: str | Path, sentence: str) -> None:
 def grade(path: str | Path, assignment: str | None = None) -> Result:
     """Grade a notebook through the real nbgrader pipeline."""
     return grade_notebook(path, assignment)
+
+
+@functools.cache
+def graded_with_feedback(path: Path) -> tuple[Result, str]:
+    """A committed notebook (``solutions/`` or ``notebooks/``) graded once per test session, with
+    its feedback report: the tests of its score and of what the report shows share one grading."""
+    with tempfile.TemporaryDirectory() as tmp:
+        result = grade_notebook(path, feedback_to=Path(tmp) / "feedback.html")
+        return result, Path(result.feedback_html).read_text(encoding="utf-8")
 
 
 def mutant(solution_path: str | Path, grade_id: str, old: str, new: str, tmp_path: Path,

@@ -38,8 +38,8 @@ IDNUMBER = ("id number", "idnumber", "sis user id")
 def final_scores(course_root: Path, assignments: list[str] | None = None) -> dict[tuple[str, str], float]:
     """(student, assignment) -> the submission's score (manual grades win) less its late penalty,
     for every submission in the course's gradebook (only ``assignments``, if given)."""
-    from nbgrader.api import Gradebook  # lazy: nbgrader is slow to import (see grade.py)
-
+    # lazy: nbgrader, which these import, is slow to import (see grade.py)
+    from nbgrader.api import Gradebook
     from autograder.classroom.journal import course_config
 
     config = course_config(course_root)

@@ -110,9 +110,9 @@ def _feedback_changed(journal: Journal, state: Path) -> list[str]:
 def _feedback_with_manual_grades(course_root: Path, assignment: str) -> None:
     """nbgrader's feedback again for each learner a grader scored or commented by hand: the
     grader's workers made theirs without the gradebook's manual grades and comments."""
-    from nbgrader.api import Gradebook  # lazy: nbgrader is slow to import (see grade.py)
+    # lazy: nbgrader, which these import, is slow to import (see grade.py)
+    from nbgrader.api import Gradebook
     from nbgrader.apps import NbGraderAPI
-
     from autograder.pipeline.course import require_success
 
     with Gradebook(f"sqlite:///{course_root / 'gradebook.db'}") as gb:
@@ -127,8 +127,8 @@ def _feedback_with_manual_grades(course_root: Path, assignment: str) -> None:
 
 def _release(course_root: Path, assignment: str, students: list[str]) -> list[str]:
     """``nbgrader release_feedback`` for each of ``students``; the ones released."""
-    from nbgrader.apps import NbGraderAPI  # lazy: as above
-
+    # lazy: as above
+    from nbgrader.apps import NbGraderAPI
     from autograder.pipeline.course import require_success
 
     api = NbGraderAPI(config=course_config(course_root))

@@ -56,9 +56,9 @@ def due(course_root: Path, assignment: str, config) -> datetime | None:
 
 def release_solutions(assignment: str, course_root: Path, before_due: bool = False) -> str:
     """Release the solutions of ``assignment`` to the course's learners; the name released."""
-    from nbgrader.apps import NbGraderAPI  # lazy: as in due
+    # lazy: nbgrader, which these import, is slow to import (as in due)
+    from nbgrader.apps import NbGraderAPI
     from nbgrader.utils import temp_attrs
-
     from autograder.classroom.journal import course_config
     from autograder.pipeline.course import GradingError, require_success
 

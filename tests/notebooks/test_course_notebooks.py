@@ -4,6 +4,11 @@ Each solution scores full marks through the real nbgrader pipeline and runs top 
 CI mode; each released notebook runs without an error and scores zero; notebooks/ is exactly
 what solutions/ generates; no committed notebook carries outputs; every registered exercise
 has one graded cell worth its points; every markdown table is one that nbconvert renders.
+
+Nothing leaks back (issue 22): the feedback report and the autograded notebook of each
+solution and each released notebook, graded once for both checks, hold no hidden-case value
+and not the course's secret, and those of the released notebook no solution code
+(``tests/leaks.py``; a test shows it finds each of them when planted).
 """
 import json
 import re
@@ -15,7 +20,9 @@ from autograder.exercises import all_exercises
 from autograder.pipeline.mathml import markdown_to_html
 from autograder.pipeline.plan import recorded_exercise
 from autograder.release import assignments, generate_to_temp
-from helpers import NOTEBOOKS, SOLUTIONS, grade, run_notebook, solution_run
+from autograder.pipeline.plan import secret_key
+from helpers import NOTEBOOKS, SOLUTIONS, graded_with_feedback, run_notebook, solution_run
+from leaks import leaks, planted, solution_lines
 
 ASSIGNMENTS = assignments()
 
@@ -132,19 +139,31 @@ def test_every_markdown_table_has_as_many_cells_in_each_row_as_its_header():
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_solution_scores_full_marks(assignment):
-    result = grade(solution(assignment))
+def test_solution_scores_full_marks_and_its_feedback_leaks_nothing(assignment):
+    result, html = graded_with_feedback(solution(assignment))
     lost = {e.id: e.messages for e in result.exercises if e.points < e.max_points}
     assert result.max_total > 0 and not lost, lost
+    assert not leaks(result, html, own_code=True)
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_release_runs_without_error_and_scores_zero(assignment):
+def test_release_runs_scores_zero_and_its_feedback_leaks_nothing(assignment):
     run_notebook(release(assignment), mode="grade")
-    result = grade(release(assignment))
+    result, html = graded_with_feedback(release(assignment))
     assert result.total == 0 and result.max_total > 0
     for e in result.exercises:
         assert any("not implemented yet" in m for m in e.messages), (e.id, e.messages)
+    assert not leaks(result, html, own_code=False)
+
+
+def test_the_leak_check_finds_what_is_planted():
+    """Hidden values as numpy prints them, the secret, a solution line: each is found."""
+    result, html = graded_with_feedback(release(ASSIGNMENTS[0]))
+    line = solution_lines(ASSIGNMENTS[0])[0]
+    for page, what in ((planted(result, html), "hidden values in a row"),
+                       (html + secret_key().decode(), "the secret"),
+                       (html.replace("</body>", f"<pre>{line}</pre></body>"), "solution code")):
+        assert any(what in found for found in leaks(result, page, own_code=False)), what
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
