@@ -8,17 +8,21 @@ Moodle CSVs. A grader gives cy points and a comment by hand, and feedback is rel
 
 Then the instructor changes the grader, in a copy of this checkout as they would in theirs:
 the backward-pass exercise gets a looser tolerance (bo's answer now passes) and one mistake
-a new message (dee's, whose score stays 0). ``autograder regrade --release-feedback`` must
-say that bo's score went up, that dee's feedback changed, keep cy's manual grade and
+a new message (dee's, whose score stays 0). ``autograder regrade --release-feedback``,
+interrupted with Ctrl-C after it regraded someone and run again, must say that bo's score
+went up, that dee's feedback changed, regrade each learner once, keep cy's manual grade and
 comment, and release feedback again to bo and dee only.
 """
 from __future__ import annotations
 
 import csv
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -139,9 +143,27 @@ def term(tmp_path_factory):
     history = len(Journal(course, ASSIGNMENT).history())
 
     checkout = edited_checkout(tmp / "checkout")
-    again = run("regrade", ASSIGNMENT, "--course", str(course), "--release-feedback", "--no-progress",
-                env={**secret, "PYTHONPATH": str(checkout)}, cwd=checkout)  # as from ~/course
+    regrade = ["regrade", ASSIGNMENT, "--course", str(course), "--release-feedback", "--no-progress"]
+    edited = {**secret, "PYTHONPATH": str(checkout)}
+    interrupted(subprocess.Popen([CLI, *regrade], cwd=checkout, env={**os.environ, **edited},
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), course)
+    again = run(*regrade, env=edited, cwd=checkout)  # the same command again; as from ~/course
     return course, scores, exports, first, history, again
+
+
+def interrupted(proc: subprocess.Popen, course: Path) -> None:
+    """Ctrl-C to a regrade once it has regraded someone, and not everyone."""
+    journal = Journal(course, ASSIGNMENT).folder
+    before = journal / "regrade" / "before.json"
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and not (before.exists() and any(
+            p.stat().st_mtime > before.stat().st_mtime for p in journal.glob("*.done"))):
+        assert time.monotonic() < deadline, "the regrade regraded no one in time"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "Run the same command again" in err, out + err
+    assert before.exists() and len(list(journal.glob("*.done"))) < 4  # stopped half-way
 
 
 def test_late_work_is_priced_by_the_policy(term):
@@ -177,7 +199,8 @@ def test_moodle_gets_an_identifier_column_and_only_learners_it_knows(term):
 def test_regrade_says_whose_score_changed_and_by_how_much(term):
     course, _, _, _, history, again = term
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "graded 4, failed 0" in again.stdout
+    done = re.search(r"graded (\d) \(and (\d) graded by an earlier run\), failed 0", again.stdout)
+    assert done and int(done[1]) + int(done[2]) == 4, again.stdout  # the rest, after Ctrl-C
     assert "score changed for 1:\n  bo: 1 -> 2 (+1)\n" in again.stdout  # 4 of 4 now, still half off
     assert "feedback changed, score did not: dee" in again.stdout
     scores = final_scores(course)
