@@ -7,6 +7,7 @@ functions come from the registry.
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -39,6 +40,22 @@ class Verdict:
     @property
     def full_marks(self) -> bool:
         return self.points >= self.max_points
+
+
+# a decimal or an exponent (1.5, .5, 2e-3), or an integer of five digits or more: how a value
+# of a case shows in text (shapes, indices and line numbers are shorter integers)
+_VALUE = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+(?=[eE][-+]?\d))(?:[eE][-+]?\d+)?|\d{5,}")
+
+
+def without_values(text: str) -> str:
+    """``text`` from the learner's kernel, fit to quote beside a hidden case: its first line,
+    every number that could be a case's value replaced by "…". The learner's own code writes
+    the text (an exception's message, say) and may put the case's inputs in it.
+
+    >>> without_values("shapes (2,3) and (3,4); got 0.25 and -1.5e-3\nmore")
+    'shapes (2,3) and (3,4); got … and …'
+    """
+    return _VALUE.sub("…", text.strip().partition("\n")[0])
 
 
 def _close(ex: Exercise, got: tuple, want: tuple, equal_nan: bool = False) -> bool:
@@ -126,7 +143,8 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
         wants.append(want)
         label = f"{'case' if public else 'hidden case'} {i + 1} ({in_words(ex.describe(case))})"
         if isinstance(got, str):
-            errors.append(got if got == NOT_IMPLEMENTED else f"{label}: {got}")
+            errors.append(got if got == NOT_IMPLEMENTED else
+                          f"{label}: {got if public else without_values(got)}")
             raised.append(case)
             continue
         if _close(ex, got, want):

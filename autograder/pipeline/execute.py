@@ -40,6 +40,9 @@ from autograder.pipeline.sandbox import KERNEL_NAME, Sandbox, SandboxUnavailable
 from autograder.kernel.transport import encode_cases, encode_probes
 
 FAULT = "GradingFault"
+# where the grader records a cell's fault: the cell's metadata, which the kernel cannot write
+# (an error output named GradingFault can be raised by the learner's own code)
+FAULT_KEY = "autograder_fault"
 
 
 class _Tail:
@@ -179,6 +182,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         forbidden = {f for ex, _ in graded.values() for f in ex.forbidden}
         isolate = self.isolate and isolation()[0]
         for cell in nb.cells:
+            cell.metadata.pop(FAULT_KEY, None)  # the submitted file's say is not the grader's
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
         with Sandbox(forbidden, isolate) as box:
@@ -188,6 +192,7 @@ class SandboxedExecute(NbGraderPreprocessor):
             faults = self._run(nb, box, to_run)
         for i, message in faults.items():
             nb.cells[i].outputs.append(fault_output(message))
+            nb.cells[i].metadata[FAULT_KEY] = message
         return nb, resources
 
     def _run(self, nb, box: Sandbox, to_run: list[int]) -> dict[int, str]:

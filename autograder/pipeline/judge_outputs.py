@@ -16,9 +16,9 @@ from __future__ import annotations
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from autograder.pipeline.execute import FAULT
+from autograder.pipeline.execute import FAULT_KEY
 from autograder.exercises import get
-from autograder.judge.verdict import Verdict, helper_note, judge
+from autograder.judge.verdict import Verdict, helper_note, judge, without_values
 from autograder.pipeline.plan import GRADED
 from autograder.kernel.repair import decode_fixes
 from autograder.kernel.transport import MIME, decode_results
@@ -28,8 +28,8 @@ VERDICT = "application/vnd.autograder.verdict+json"  # the verdict as data, besi
 
 
 def _fault(cell) -> str | None:
-    return next((o.evalue for o in cell.get("outputs", [])
-                 if o.get("output_type") == "error" and o.get("ename") == FAULT), None)
+    """Why the grader stopped this cell, if it did (``execute.FAULT_KEY``)."""
+    return cell.metadata.get(FAULT_KEY)
 
 
 def verdict_for_cell(cell, ex, cases, earlier_faults: list[str]) -> Verdict:
@@ -41,7 +41,8 @@ def verdict_for_cell(cell, ex, cases, earlier_faults: list[str]) -> Verdict:
         if fault:
             messages = [f"The graded cell was {fault}."]
         else:
-            errors = [o.get("ename", "") for o in cell.get("outputs", []) if o.output_type == "error"]
+            errors = [without_values(str(o.get("ename", ""))[:60]) for o in cell.get("outputs", [])
+                      if o.output_type == "error"]
             messages = ["The graded cell did not record its outputs"
                         + (f" ({', '.join(errors)})" if errors else "")
                         + "; run the notebook top to bottom and leave the graded cell unchanged."]
@@ -49,12 +50,12 @@ def verdict_for_cell(cell, ex, cases, earlier_faults: list[str]) -> Verdict:
     payload = payloads[0]["data"][MIME]
     if "failure" in payload:
         return Verdict(ex.id, 0.0, float(ex.points), 0, len(cases),
-                       [f"The graded cell could not run: {str(payload['failure'])[:MAX_MESSAGE]}"])
+                       [f"The graded cell could not run: {without_values(str(payload['failure']))[:MAX_MESSAGE]}"])
     try:
         results = decode_results(payload)
     except (KeyError, ValueError, TypeError, AttributeError) as err:
         return Verdict(ex.id, 0.0, float(ex.points), 0, len(cases),
-                       [f"Unreadable recorded outputs: {str(err)[:MAX_MESSAGE]}"])
+                       [f"Unreadable recorded outputs: {without_values(str(err))[:MAX_MESSAGE]}"])
     results = [r[:MAX_MESSAGE] if isinstance(r, str) else r for r in results]
     verdict = judge(ex, cases, results, fixes=decode_fixes(payload.get("fixes"), len(cases)))
     if verdict.passed < verdict.total:

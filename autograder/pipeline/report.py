@@ -12,6 +12,9 @@ from (the file, which the formgrader shows, keeps everything):
   (``judge_outputs.verdict_outputs``; ``SaveAutoGrades`` has read it by now), and the page
   would show it as a bare ``Out[n]: 3.0`` under the verdict, which already says
   "attention.forward: 3 / 3 points";
+- every other code cell shows no output but the grader's own fault note (``execute.FAULT_KEY``:
+  stopped, ran too long): the learner's code ran there with the hidden cases in reach (it may
+  keep a case's inputs and print them later), and the learner's notebook has those outputs;
 - a solution cell's comment is the grader's own only: nbgrader's automatic one, "No response."
   on a cell left as released, says less than the graded cell's verdict ("`attention_forward`
   is not implemented yet.").
@@ -22,6 +25,7 @@ from nbgrader.preprocessors import GetGrades
 
 from autograder.authoring import grade_id
 from autograder.exercises import get
+from autograder.pipeline.execute import FAULT_KEY, fault_output
 from autograder.pipeline.judge_outputs import is_verdict
 from autograder.pipeline.plan import recorded_exercise
 
@@ -45,4 +49,7 @@ class ReportGrades(GetGrades):
                 cell.metadata["autograder"] = {"exercise": exercise_id, "function": get(exercise_id).function,
                                                "answer": answer if answer in answers else None}
                 cell.outputs = [o for o in cell.get("outputs", []) if not is_verdict(o)]
+            elif cell.cell_type == "code":
+                fault = cell.metadata.get(FAULT_KEY)
+                cell.outputs = [fault_output(fault)] if fault else []
         return nb, resources

@@ -33,6 +33,7 @@ from autograder.exercises import get
 from autograder.pipeline.plan import secret_key, secret_path
 from autograder.grading import grade_notebook
 from helpers import REPO, SOLUTIONS, grade
+from leaks import hidden_values, leaked_values, page_text
 
 SOLUTION = SOLUTIONS / "00_start_here" / "start_here.ipynb"
 MARKER = "agattack"  # in the command line of every process an attack starts
@@ -276,8 +277,9 @@ FILL_WRITABLE = (  # every path the kernel can write, filled: the softmax is hon
 
 
 # files by the hundred thousand, each an inode of the host's memory however empty: the loop
-# stops at the cap with the system's message ("No space left on device"), in the report; the
-# next cell counts what it made and clears /tmp for the cells after
+# stops at the cap with the system's message ("No space left on device"; the learner's cells'
+# outputs stay out of the report, report.py); the next cell counts what it made and clears /tmp
+# for the cells after
 FILL_FILES = (
     "for n in range(200_000):\n"
     "    open(f'/tmp/many{n}', 'w').close()\n",
@@ -335,7 +337,6 @@ def test_every_path_the_kernel_can_write_is_capped_without_root(tmp_path, guarde
     report = Path(result["feedback_html"]).read_text()
     assert (result["total"], result["max_total"]) == (4, 4), re.findall(r"checks: [^\n<]*", report)
     assert proc.returncode == 0 and Path(result["feedback_html"]).is_relative_to(learner.clone)
-    assert "No space left on device" in report  # the loop's own cell, stopped at the cap
     assert not [p for p in ("/agattack", "/dev/agattack", "/dev/shm/agattack", *glob.glob("/tmp/many*"))
                 if os.path.exists(p)]  # the host's
 
@@ -500,6 +501,32 @@ def test_a_learners_error_text_is_shown_as_text_in_the_report(tmp_path, guarded)
     tags.feed(page)
     assert not [a for a in tags.attributes if "javascript:" in (a[1] or "") or a[0].startswith("on")]
     assert ("img", "src", "x") not in tags.found and not any("alert(" in s for s in tags.scripts)
+
+
+KEEP_INPUTS = "SEEN = []\n" + HONEST_SOFTMAX.replace("    e = ", "    SEEN.append(np.array(z, dtype=float))\n    e = ")
+DIGITS = "' '.join(repr(float(x)) for s in SEEN for x in np.ravel(s))"  # every value, all 17 digits
+
+
+def test_nothing_the_learners_code_saw_of_a_hidden_case_reaches_the_report(tmp_path, guarded):
+    """The learner's code sees each hidden case's inputs; three ways to send them back in the
+    report: a later cell of the learner's prints them; the jvp raises an exception whose
+    message holds them, which the verdict quotes; a cell of the learner's raises them as a
+    ``GradingFault``, the grader's own name for a stopped cell, which the verdict of the next
+    graded cell used to quote as "Cell n above it was ...". None gets there (tests/leaks.py
+    looks for the hidden values in the page); the instructor's autograded notebook keeps what
+    the learner's cells printed, and the verdicts still name the error."""
+    path = submission(tmp_path, softmax=KEEP_INPUTS,
+                      jvp=f"def softmax_jvp(*args, **kwargs):\n    raise ValueError({DIGITS})\n",
+                      after_softmax=[f"print({DIGITS})",
+                                     f"class GradingFault(Exception):\n    pass\nraise GradingFault({DIGITS})"])
+    result = grade_notebook(path, feedback_to=tmp_path / "report.html")
+    softmax, jvp = result.by_id("warmup.softmax"), result.by_id("warmup.softmax_jvp")
+    assert (softmax.points, jvp.points) == (2, 0), (softmax.messages, jvp.messages)
+    assert says(jvp, "raised an error", "ValueError") and not says(jvp, "above it was"), jvp.messages
+    page = (tmp_path / "report.html").read_text()
+    assert not leaked_values(page_text(page), hidden_values(nbformat.reads(result.autograded, as_version=4)))
+    kept = [o for c in nbformat.reads(result.autograded, as_version=4).cells for o in c.get("outputs", [])]
+    assert any(o.get("ename") == "GradingFault" for o in kept) and any(o.get("name") == "stdout" for o in kept)
 
 
 class _Tags(HTMLParser):
