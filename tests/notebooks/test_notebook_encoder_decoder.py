@@ -7,9 +7,13 @@ notebook in test_course_notebooks.py. Each group changes every exercise at most 
 edit touches a function that another exercise runs (bpe_encode calls the given merge_pair,
 which no edit changes), so one grading run checks nine mistakes at once.
 """
+import datetime
+import itertools
+
 import numpy as np
 import pytest
 
+from course_lib import tokenize as bpe
 from course_lib import translation as tr
 from helpers import MODES, SOLUTIONS, claim, grade_mutant_bank, solution_run
 
@@ -110,9 +114,48 @@ def test_mutants_lose_points_and_are_named(tmp_path, edits):
 
 # --- what the text says the figures and printed numbers show (issue 24, item 7) ---
 
+def test_section_1_says_what_bpe_learns_on_the_task():
+    claim(SOLUTION, "the corpus \"aaab\" (3 times) and \"ab\" (once) has the pairs `(a, a)` 6 times and "
+                    "`(a, b)` 4 times. The first merge makes `aa`; the chunks become `aa a b` and `a b`, whose "
+                    "pairs are `(aa, a)` 3 times and `(a, b)` 4 times; the second merge makes `ab`.")
+    claim(SOLUTION, "the sources and targets of the 50,000 training pairs together, which have only 136 "
+                    "distinct chunks")
+    claim(SOLUTION, "Trained on the task with a vocabulary of 400 ids (3 special, 256 bytes, 141 merges), it "
+                    "makes every month name, whole or abbreviated, one token together with the space before "
+                    "it, and it never merges two digits.")
+    claim(SOLUTION, "both ways of learning give the same merges, and the incremental one is faster even on this "
+                    "corpus of only 136 distinct chunks")
+    claim(SOLUTION, "\"March\" is one token and so is \"Mon\", while every digit stays a token of its own "
+                    "(\" 1\" holds the space before it); the German \"März\" and the sun symbol were never seen, "
+                    "so they fall back to bytes (the sun alone takes three), and still every string comes back "
+                    "intact.")
+    a, b = bpe.BYTE_OFFSET + ord("a"), bpe.BYTE_OFFSET + ord("b")
+    toy = {(a, a, a, b): 3, (a, b): 1}
+    pairs = {pair: sum(n * list(zip(w, w[1:])).count(pair) for w, n in toy.items()) for pair in ((a, a), (a, b))}
+    assert pairs == {(a, a): 6, (a, b): 4}
+    assert bpe.learn_merges(toy, 2) == [(a, a), (a, b)]              # aa first, then ab (4 beats 3)
+
+    splits = tr.make_splits()
+    corpus = bpe.word_counts([text for pair in splits.train for text in pair])
+    tokenizer = tr.train_tokenizer(splits.train, vocab_size=400)
+    assert len(splits.train) == 50_000 and len(corpus) == 136
+    assert bpe.FIRST_MERGE_ID + len(tokenizer.merges) == 400 and bpe.FIRST_MERGE_ID == 3 + 256
+    assert bpe.learn_merges_naive(corpus, 141) == bpe.learn_merges(corpus, 141) == list(tokenizer.merges)
+    months = {datetime.date(2000, month, 1).strftime(f) for month in range(1, 13) for f in ("%B", "%b")}
+    assert all(len(tokenizer.encode(" " + name)) == 1 for name in months), months
+    merged = [tokenizer.token_bytes(bpe.FIRST_MERGE_ID + i) for i in range(len(tokenizer.merges))]
+    assert not any(sum(chr(byte).isdigit() for byte in token) > 1 for token in merged)
+    assert tokenizer.tokens("the twenty-first of March, 1994")[6:] == [" March", ",", " 1", "9", "9", "4"]
+    assert tokenizer.tokens("Mon 21 Mar 94")[0] == "Mon"
+    unseen = "21. März 1994 ☀"
+    assert tokenizer.tokens("☀") == tokenizer.tokens(unseen)[-3:] and len(tokenizer.encode("☀")) == 3
+    assert all(i < bpe.FIRST_MERGE_ID for c in "ä☀" for i in tokenizer.encode(c))   # bytes only
+    assert all(tokenizer.decode(tokenizer.encode(s)) == s
+               for s in ("the twenty-first of March, 1994", "Mon 21 Mar 94", "1994-03-21", unseen))
+
 @pytest.mark.parametrize("mode", MODES)
 def test_section_2_says_how_long_sources_and_targets_are(mode):
-    claim(SOLUTION, "every target has exactly 10 tokens (BPE learned no merges of digits, and `-` stays "
+    claim(SOLUTION, "every target has exactly 10 tokens (BPE merges no two digits, and `-` stays "
                     "alone), while sources spread from 5 to 14 tokens")
     lengths = solution_run(ASSIGNMENT, mode)[1]["length_range"]
     assert lengths == {"source": [5, 14], "target": [10, 10]}
@@ -134,7 +177,9 @@ def test_section_7_says_what_the_training_curves_show(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_section_9_says_which_forms_are_hard(mode):
-    claim(SOLUTION, "after full training every form is at or near 1 (measured in full mode: 1.0 for all 14")
+    claim(SOLUTION, "after full training every form is near 1 (measured in full mode: 1.0 for all 14 in one "
+                    "run, 0.94 to 1.0 in another, on a busy machine that stopped training at 5 minutes after "
+                    "2,661 of the 6,000 steps")
     claim(SOLUTION, "After 300 steps the forms with a two-digit year, such as `21.03.94` and `21 Mar '94`, "
                     "are among the hardest")
     claim(SOLUTION, "Forms that write the day with a suffix, as in `21st of March 1994`, are among the easiest.")
@@ -148,19 +193,40 @@ def test_section_9_says_which_forms_are_hard(mode):
     two_digit_year = [f for f, form in enumerate(tr.FORMATS) if "{yy}" in form]
     suffix = [f for f, form in enumerate(tr.FORMATS) if "{th}" in form]
     assert set(two_digit_year) <= set(weak[:4]) and set(suffix) <= set(weak[-4:]), weak
-    if mode == "full":
-        assert np.all(by_form(values["right"]["greedy"]) == 1)
+    if mode == "full":   # training stops at 5 minutes: how far it gets depends on the machine
+        assert np.all(by_form(values["right"]["greedy"]) >= 0.9)
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_section_10_says_how_well_the_best_head_matches_the_alignment(mode):
     claim(SOLUTION, "A head that spread its weight evenly over the source would score about 0.2")
-    claim(SOLUTION, "the best head puts most of its weight on the hand-aligned tokens, about four times an "
-                    "even spread (measured in full mode: 0.97, layer 1, head 3, against 0.21 evenly spread)")
+    claim(SOLUTION, "the best head puts most of its weight on the hand-aligned tokens, four to five times an "
+                    "even spread (measured in two full-mode runs: 0.97 and 0.96, against 0.21 evenly spread; "
+                    "which head it is changes from run to run)")
     values = solution_run(ASSIGNMENT, mode)[1]
     share, sources = np.array(values["share"]), values["sources"]  # (n_layers, n_heads); t: [source positions]
     even = np.mean([len(js) for js in sources.values()]) / len(values["src_names"])
     assert round(even, 2) == 0.21
     assert share.max() > 0.5 and 3.5 < share.max() / even < 5       # CI: 0.85, 4.1 times
-    if mode == "full":
-        assert round(share.max(), 2) == 0.97 and (values["layer"] + 1, values["head"]) == (1, 3)
+    if mode == "full":        # measured 0.97 (layer 1, head 3) and 0.96 (layer 2, head 1): 4.6 times
+        assert share.max() > 0.9
+
+
+def test_section_8_says_what_greedy_and_beam_search_choose_in_the_tree():
+    claim(SOLUTION, "greedy takes `A` (0.5 beats 0.4) and then `C`, the best of three mediocre continuations: "
+                    "0.5 × 0.4 = 0.20. Beam search also keeps `B` alive after the first step, and `B` is followed "
+                    "by `C` with probability 0.9: 0.4 × 0.9 = 0.36, the likeliest output of the tree.")
+    values = solution_run(ASSIGNMENT)[1]
+    prob, names = np.array(values["prob"]), values["table_names"]   # (max_len + 1, V, V): step, last, next
+    A, B, C, end = (names.index(n) for n in ("A", "B", "C", "</s>"))
+
+    def p(tokens):                                                   # probability of a whole output
+        return np.prod([prob[t, last, tok] for t, (last, tok) in enumerate(zip([1] + tokens, tokens))])
+
+    assert prob[0, 1, A] == 0.5 and prob[0, 1, B] == 0.4
+    assert values["greedy_tokens"] == [A, C, end] and np.isclose(p([A, C, end]), 0.20)
+    after_a = prob[1, A][prob[1, A] > 0]
+    assert len(after_a) == 3 and after_a.max() == prob[1, A, C] == 0.4
+    assert values["beam_tokens"] == [B, C, end] and prob[1, B, C] == 0.9 and np.isclose(p([B, C, end]), 0.36)
+    outputs = [list(o[:o.index(end) + 1]) for o in itertools.product(range(len(names)), repeat=3) if end in o]
+    assert max(outputs, key=p) == [B, C, end]

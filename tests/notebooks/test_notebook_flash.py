@@ -80,6 +80,13 @@ def test_section_1_says_what_the_memory_figure_shows(mode):
         assert 2 <= textbook[-1] / values["one_T_by_T"] <= 6                    # "a few (T, T) arrays"
 
 
+def test_section_3_says_the_tiles_agree_with_the_textbook_to_rounding():
+    claim(SOLUTION, "The tiles see the numbers in a different order than the textbook's one big softmax, so "
+                    "they agree to about $10^{-15}$, not bit for bit.")
+    gaps = np.array(list(solution_run(ASSIGNMENT)[1]["gaps"].values()))   # out, lse: largest |difference|
+    assert gaps.max() > 0 and np.all(gaps < 1e-14) and gaps.max() > 1e-17, gaps
+
+
 def test_section_4_says_the_tiled_gradients_agree_to_rounding():
     claim(SOLUTION, "every relative error should be around $10^{-15}$.")
     values = solution_run(ASSIGNMENT)[1]
