@@ -79,9 +79,10 @@ def perplexity(probs: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.n
 class NgramLM(torch.nn.Module):
     """Character n-gram LM with Witten-Bell interpolation, fitted by counting.
 
-    p_m(w | h) = (c(h, w) + t(h) p_{m-1}(w | h')) / (c(h) + t(h)), where h' drops h's
-    oldest token, c counts, and t(h) is the number of distinct tokens seen after h: a
-    context followed by many different tokens trusts its own counts less. The base case is
+    p_order(w | a) = (c(a, w) + u(a) p_{order-1}(w | a')) / (c(a) + u(a)), where a is a
+    context of order - 1 tokens, a' drops its oldest token, c counts, and u(a) is the number
+    of distinct tokens seen after a: a context followed by many different tokens trusts its
+    own counts less. The base case is
     add-one unigrams, so no probability is zero. Contexts shorter than n-1 (the first
     tokens of a sequence) use the longest order available.
 

@@ -1,32 +1,32 @@
-"""Positional information for attention: sinusoidal encoding, the rotation A(m), learned
+"""Positional information for attention: sinusoidal encoding, the rotation A(tau), learned
 position embeddings, and rotary position embedding (RoPE).
 
 Attention by itself cannot tell positions apart (shuffle the tokens and the outputs
 shuffle the same way), so position has to be put into the vectors.
 
 Layout convention used everywhere in this module (Week 7, eq. (11)): the d_model
-dimensions form d_model / 2 *pairs* of adjacent dimensions (2k, 2k+1), k = 0 .. d_model/2 - 1.
-Pair k turns at the angular frequency
+dimensions form d_model / 2 *pairs* of adjacent dimensions (2i, 2i+1), i = 0 .. d_model/2 - 1.
+Pair i turns at the angular frequency
 
-    omega_k = 1 / base ** (2k / d_model),        base = 10000                  (eq. 10)
+    omega_i = 1 / base ** (2i / d_model),        base = 10000                  (eq. 10)
 
-and holds [sin(omega_k t), cos(omega_k t)] in the sinusoidal encoding. The rotation A(m)
+and holds [sin(omega_i t), cos(omega_i t)] in the sinusoidal encoding. The rotation A(tau)
 (eq. 12) is block diagonal with one 2x2 block per pair,
 
-    [[ cos(omega_k m), sin(omega_k m)],
-     [-sin(omega_k m), cos(omega_k m)]],
+    [[ cos(omega_i tau), sin(omega_i tau)],
+     [-sin(omega_i tau), cos(omega_i tau)]],
 
-so that A(m) P[t] = P[t + m]. Because a pair holds (sin, cos), moving *forward* m positions
-turns it by -omega_k m in the plane of its two coordinates.
+so that A(tau) P[t] = P[t + tau]. Because a pair holds (sin, cos), moving *forward* tau positions
+turns it by -omega_i tau in the plane of its two coordinates.
 
 RoPE (Su et al. 2021, "RoFormer", section 3.2) rotates the query or key at position t
-by R(t), whose 2x2 blocks turn by +omega_k t:
+by R(t), whose 2x2 blocks turn by +omega_i t:
 
-    [[cos(omega_k t), -sin(omega_k t)],
-     [sin(omega_k t),  cos(omega_k t)]],        so R(t) = A(t)^T = A(-t),
+    [[cos(omega_i t), -sin(omega_i t)],
+     [sin(omega_i t),  cos(omega_i t)]],        so R(t) = A(t)^T = A(-t),
 
-on the same adjacent pairs (2k, 2k+1) -- *not* the "first half / second half" pairing some
-libraries use -- so that R(m) q . R(n) k = q . R(n - m) k depends on n - m only.
+on the same adjacent pairs (2i, 2i+1) -- *not* the "first half / second half" pairing some
+libraries use -- so that R(t) q . R(t') k = q . R(t' - t) k depends on t' - t only.
 
 numpy functions are the reference (float64 friendly); the ``*_torch`` twins are the
 device-agnostic fast path and are tested against them.
@@ -43,18 +43,18 @@ BASE = 10000.0
 
 # ----------------------------------------------------------------------------- numpy
 def frequencies(d_model: int, base: float = BASE) -> np.ndarray:
-    """omega_k = base^(-2k/d_model) for k = 0 .. d_model/2 - 1 (eq. 10). Shape (d_model/2,)."""
+    """omega_i = base^(-2i/d_model) for i = 0 .. d_model/2 - 1 (eq. 10). Shape (d_model/2,)."""
     if d_model % 2:
         raise ValueError(f"d_model must be even (pairs of dimensions), got {d_model}")
-    k = np.arange(d_model // 2)
-    return base ** (-2.0 * k / d_model)
+    i = np.arange(d_model // 2)
+    return base ** (-2.0 * i / d_model)
 
 
 def sinusoidal_encoding(positions, d_model: int, base: float = BASE) -> np.ndarray:
     """The sinusoidal positional encoding P of Week 7, §5, eqs. (10)-(11).
 
     positions: (T,) positions t (Week 7 counts t = 1 .. n; any numbers work).
-    Returns P of shape (T, d_model) with P[:, 2k] = sin(omega_k t), P[:, 2k+1] = cos(omega_k t).
+    Returns P of shape (T, d_model) with P[:, 2i] = sin(omega_i t), P[:, 2i+1] = cos(omega_i t).
     """
     t = np.asarray(positions, dtype=np.float64)[:, None]  # (T, 1)
     angles = t * frequencies(d_model, base)[None, :]  # (T, d_model/2)
@@ -64,13 +64,13 @@ def sinusoidal_encoding(positions, d_model: int, base: float = BASE) -> np.ndarr
     return P
 
 
-def rotation_matrix(m, d_model: int, base: float = BASE) -> np.ndarray:
-    """A(m) of eq. (12): block-diagonal 2x2 rotations, one per pair. Shape (d_model, d_model).
+def rotation_matrix(tau, d_model: int, base: float = BASE) -> np.ndarray:
+    """A(tau) of eq. (12): block-diagonal 2x2 rotations, one per pair. Shape (d_model, d_model).
 
-    A(m) @ P[t] == P[t + m] for every t: shifting by m is the same linear map everywhere.
-    Blocks [[cos, sin], [-sin, cos]] at omega_k m; RoPE's rotation R(m) is A(m)^T = A(-m).
+    A(tau) @ P[t] == P[t + tau] for every t: shifting by tau is the same linear map everywhere.
+    Blocks [[cos, sin], [-sin, cos]] at omega_i tau; RoPE's rotation R(t) is A(t)^T = A(-t).
     """
-    theta = m * frequencies(d_model, base)  # (d_model/2,)
+    theta = tau * frequencies(d_model, base)  # (d_model/2,)
     c, s = np.cos(theta), np.sin(theta)
     A = np.zeros((d_model, d_model))
     even, odd = np.arange(0, d_model, 2), np.arange(1, d_model, 2)
@@ -84,12 +84,12 @@ def apply_rope(x, positions, base: float = BASE) -> np.ndarray:
 
     x:         (..., T, d) queries or keys (leading axes such as B, n_heads are kept), d even.
     positions: (T,) position of each row.
-    Returns an array of the same shape. Only the adjacent pairs (2k, 2k+1) are mixed:
-    out[2k] = cos * x[2k] - sin * x[2k+1], out[2k+1] = sin * x[2k] + cos * x[2k+1], at the
-    angle omega_k t, i.e. R(t) = A(t)^T = A(-t) with A of ``rotation_matrix``.
+    Returns an array of the same shape. Only the adjacent pairs (2i, 2i+1) are mixed:
+    out[2i] = cos * x[2i] - sin * x[2i+1], out[2i+1] = sin * x[2i] + cos * x[2i+1], at the
+    angle omega_i t, i.e. R(t) = A(t)^T = A(-t) with A of ``rotation_matrix``.
 
     R(t) is a rotation, so its transpose is R(-t): the backward of RoPE is
-    ``apply_rope(dout, -positions)``, and (R(m) q) . (R(n) k) = q . R(n - m) k.
+    ``apply_rope(dout, -positions)``, and (R(t) q) . (R(t') k) = q . R(t' - t) k.
     """
     x = np.asarray(x)
     d = x.shape[-1]
@@ -106,8 +106,8 @@ def apply_rope(x, positions, base: float = BASE) -> np.ndarray:
 def frequencies_torch(d_model: int, base: float = BASE, device=None, dtype=torch.float32):
     if d_model % 2:
         raise ValueError(f"d_model must be even (pairs of dimensions), got {d_model}")
-    k = torch.arange(d_model // 2, device=device, dtype=dtype)
-    return base ** (-2.0 * k / d_model)
+    i = torch.arange(d_model // 2, device=device, dtype=dtype)
+    return base ** (-2.0 * i / d_model)
 
 
 def sinusoidal_encoding_torch(positions: torch.Tensor, d_model: int, base: float = BASE):

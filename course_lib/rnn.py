@@ -113,20 +113,20 @@ def rnn_lm_loss(params: dict, idx, targets):
 # --- LSTM, numpy reference -------------------------------------------------------------------
 
 def lstm_cell_forward(x, h_prev, c_prev, W, b):
-    """One LSTM step with gates stacked as in the CS182 slides: (i, f, o, g).
+    """One LSTM step with the blocks stacked as in the CS182 slides: (i, f, o, c_tilde).
 
     x: (B, d_in), h_prev, c_prev: (B, H), W: (H + d_in, 4H) acting on [h_prev, x], b: (4H,).
-    i, f, o = sigmoid(.) gates in (0, 1); g = tanh(.) the candidate; then
-    c = f * c_prev + i * g (forget some history, add some new) and h = o * tanh(c).
+    i, f, o = sigmoid(.) gates in (0, 1); c_tilde = tanh(.) the candidate (the slides' C~_t);
+    then c = f * c_prev + i * c_tilde (forget some history, add some new) and h = o * tanh(c).
     Returns (h, c, cache), h and c of shape (B, H).
     """
     H = h_prev.shape[1]
     z = np.concatenate([h_prev, x], axis=1) @ W + b  # (B, 4H)
     i, f, o = sigmoid(z[:, :H]), sigmoid(z[:, H:2 * H]), sigmoid(z[:, 2 * H:3 * H])
-    g = np.tanh(z[:, 3 * H:])
-    c = f * c_prev + i * g
+    c_tilde = np.tanh(z[:, 3 * H:])
+    c = f * c_prev + i * c_tilde
     h = o * np.tanh(c)
-    return h, c, (x, h_prev, c_prev, W, i, f, o, g, c)
+    return h, c, (x, h_prev, c_prev, W, i, f, o, c_tilde, c)
 
 
 def lstm_cell_backward(dh, dc, cache):
@@ -134,12 +134,12 @@ def lstm_cell_backward(dh, dc, cache):
 
     Returns (dx (B, d_in), dh_prev (B, H), dc_prev (B, H), dW (H + d_in, 4H), db (4H,)).
     """
-    x, h_prev, c_prev, W, i, f, o, g, c = cache
+    x, h_prev, c_prev, W, i, f, o, c_tilde, c = cache
     H = h_prev.shape[1]
     tc = np.tanh(c)
     dc = dc + dh * o * (1.0 - tc ** 2)
-    dz = np.concatenate([dc * g * i * (1 - i), dc * c_prev * f * (1 - f),
-                         dh * tc * o * (1 - o), dc * i * (1 - g ** 2)], axis=1)  # (B, 4H)
+    dz = np.concatenate([dc * c_tilde * i * (1 - i), dc * c_prev * f * (1 - f),
+                         dh * tc * o * (1 - o), dc * i * (1 - c_tilde ** 2)], axis=1)  # (B, 4H)
     dhx = dz @ W.T
     dW = np.concatenate([h_prev, x], axis=1).T @ dz
     return dhx[:, H:], dhx[:, :H], dc * f, dW, dz.sum(axis=0)

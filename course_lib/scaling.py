@@ -190,7 +190,7 @@ def training_days(flops, n_devices, peak_flops_per_device, utilisation) -> float
 
 
 # ---------------------------------------------------------------------------- memory
-ADAM_STATE_BYTES = 4  # Adam's first and second moments m and v are kept in fp32
+ADAM_STATE_BYTES = 4  # Adam's first and second moments are kept in fp32
 STATES = {"adam": 2, "momentum": 1, "sgd": 0}  # optimizer states per parameter
 
 
@@ -201,7 +201,7 @@ def training_memory_bytes(n_params, bytes_per_param=2, optimizer="adam",
     The convention of mixed-precision training with Adam (Rajbhandari et al. 2020, "ZeRO"):
     weights and gradients in the working precision (``bytes_per_param``: 2 for fp16/bf16,
     4 for fp32), an fp32 master copy of the weights that the optimizer updates (4 bytes,
-    ``master_weights``; pass False for plain fp32 training), and Adam's m and v in fp32
+    ``master_weights``; pass False for plain fp32 training), and Adam's two moments in fp32
     (4 + 4 bytes). Mixed precision with Adam: 2 + 2 + 4 + 4 + 4 = 16 bytes per parameter;
     plain fp32 with Adam: 4 + 4 + 4 + 4 = 16 as well.
     Returns weights, gradients, master, adam_m, adam_v and total, in bytes.

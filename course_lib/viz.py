@@ -148,8 +148,8 @@ def toy_attention_examples(sharpness=4.0):
 # ----------------------------------------------------------------------------- other notebooks
 def plot_positional_encoding(P, dims, base=10000.0):
     """P (T, d_model) as a heatmap with a colour bar, and the columns ``dims`` against the
-    position t = 1..T, each labelled sin or cos with its period 2*pi / omega_k, where
-    omega_k = base^(-2k/d_model) and k = dim // 2 (notebook 03, eqs. 10-11). Returns the figure.
+    position t = 1..T, each labelled sin or cos with its period 2*pi / omega_i, where
+    omega_i = base^(-2i/d_model) and i = dim // 2 (notebook 03, eqs. 10-11). Returns the figure.
     """
     T, d_model = P.shape
     positions = np.arange(1, T + 1)

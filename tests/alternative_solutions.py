@@ -162,12 +162,12 @@ N01 = [
     _alt("lm.lstm_cell", "W split by rows instead of concatenating [h, x]; np.split into gates; "
          "sigmoid written with tanh", """
         def lstm_cell_forward(x, h_prev, c_prev, W, b):
-            \"\"\"One LSTM step: gates i, f, o, g from [h_prev, x] W + b, then c and h.\"\"\"
+            \"\"\"One LSTM step: gates i, f, o and candidate c_tilde from [h_prev, x] W + b, then c and h.\"\"\"
             H = h_prev.shape[1]
             z = h_prev @ W[:H] + x @ W[H:] + b
-            i, f, o, g = np.split(z, 4, axis=1)
+            i, f, o, c_tilde = np.split(z, 4, axis=1)
             sigmoid = lambda v: 0.5 * (1.0 + np.tanh(0.5 * v))
-            c = sigmoid(f) * c_prev + sigmoid(i) * np.tanh(g)
+            c = sigmoid(f) * c_prev + sigmoid(i) * np.tanh(c_tilde)
             return sigmoid(o) * np.tanh(c), c
         """),
 ]
@@ -325,7 +325,7 @@ N03 = [
     _alt("positional.sinusoidal", "omega from exp and log; sin and cos stacked on a new axis and "
          "reshaped to interleave", """
         def sinusoidal_encoding(positions, d_model):
-            \"\"\"P (T, d_model): P[:, 2k] = sin(omega_k t), P[:, 2k+1] = cos(omega_k t).\"\"\"
+            \"\"\"P (T, d_model): P[:, 2i] = sin(omega_i t), P[:, 2i+1] = cos(omega_i t).\"\"\"
             t = np.asarray(positions, dtype=float)[:, None]
             omega = np.exp(-np.log(10000.0) * np.arange(0, d_model, 2) / d_model)
             angles = t * omega
@@ -335,7 +335,7 @@ N03 = [
         import math
 
         def sinusoidal_encoding(positions, d_model):
-            \"\"\"P (T, d_model): P[:, 2k] = sin(omega_k t), P[:, 2k+1] = cos(omega_k t).\"\"\"
+            \"\"\"P (T, d_model): P[:, 2i] = sin(omega_i t), P[:, 2i+1] = cos(omega_i t).\"\"\"
             P = np.zeros((len(positions), d_model))
             for row, t in enumerate(positions):
                 for k in range(d_model // 2):
@@ -347,16 +347,16 @@ N03 = [
     _alt("positional.rotation", "a loop over the 2x2 blocks, each written out with math", """
         import math
 
-        def rotation_matrix(m, d_model):
-            \"\"\"A(m) (d_model, d_model): block diagonal, block k = [[cos, sin], [-sin, cos]](omega_k m).\"\"\"
+        def rotation_matrix(tau, d_model):
+            \"\"\"A(tau) (d_model, d_model): block diagonal, block i = [[cos, sin], [-sin, cos]](omega_i tau).\"\"\"
             A = np.zeros((d_model, d_model))
-            for k in range(d_model // 2):
-                theta = m / 10000 ** (2 * k / d_model)
+            for i in range(d_model // 2):
+                theta = tau / 10000 ** (2 * i / d_model)
                 c, s = math.cos(theta), math.sin(theta)
-                A[2 * k:2 * k + 2, 2 * k:2 * k + 2] = [[c, s], [-s, c]]
+                A[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[c, s], [-s, c]]
             return A
         """),
-    _alt("positional.rope", "complex numbers: each pair as x_2k + i x_2k+1 times e^(i theta)", """
+    _alt("positional.rope", "complex numbers: each pair x_2i, x_2i+1 as x_2i + 1j x_2i+1, times e^(1j theta)", """
         def apply_rope(x, positions):
             \"\"\"Row t of x (..., T, d) rotated by R(positions[t]) = A(-positions[t]).\"\"\"
             d = x.shape[-1]
@@ -366,10 +366,10 @@ N03 = [
             out[..., 0::2], out[..., 1::2] = z.real, z.imag
             return out
         """),
-    _alt("positional.rope", "the rotation matrices A(-m) of the cell above, applied with einsum", """
+    _alt("positional.rope", "the rotation matrices A(-t) of the cell above, applied with einsum", """
         def apply_rope(x, positions):
             \"\"\"Row t of x (..., T, d) rotated by R(positions[t]) = A(-positions[t]).\"\"\"
-            R = np.stack([rotation_matrix(-m, x.shape[-1]) for m in positions])  # (T, d, d)
+            R = np.stack([rotation_matrix(-t, x.shape[-1]) for t in positions])  # (T, d, d)
             return np.einsum("tij,...tj->...ti", R, x)
         """),
 ]

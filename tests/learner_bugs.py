@@ -106,7 +106,7 @@ N01 = [
     Bug("lm.lstm_cell", "bias b forgotten",
         "@ W + b", "@ W", ("`b`", "bias")),
     Bug("lm.lstm_cell", "input gate left out of the new cell",
-        "c = f * c_prev + i * g", "c = f * c_prev + g", ("input gate", "`i`")),
+        "c = f * c_prev + i * c_tilde", "c = f * c_prev + c_tilde", ("input gate", "`i`")),
 ]
 
 N02 = [
@@ -153,19 +153,19 @@ N02 = [
 ]
 
 N03 = [
-    Bug("positional.sinusoidal", "k counted from 1",
-        "k = np.arange(d_model // 2)", "k = np.arange(1, d_model // 2 + 1)",
-        ("from 1", "off by one", "k + 1")),
-    Bug("positional.sinusoidal", "operator precedence: 10000 ** 2 * k / d_model",
-        "1.0 / 10000 ** (2 * k / d_model)", "1.0 / 10000 ** 2 * k / d_model", ("precedence", "bracket")),
+    Bug("positional.sinusoidal", "i counted from 1",
+        "i = np.arange(d_model // 2)", "i = np.arange(1, d_model // 2 + 1)",
+        ("from 1", "off by one", "i + 1")),
+    Bug("positional.sinusoidal", "operator precedence: 10000 ** 2 * i / d_model",
+        "1.0 / 10000 ** (2 * i / d_model)", "1.0 / 10000 ** 2 * i / d_model", ("precedence", "bracket")),
     Bug("positional.sinusoidal", "sin copied into the odd columns too",
         "P[:, 1::2] = np.cos(angles)", "P[:, 1::2] = np.sin(angles)", ("cos",)),
-    Bug("positional.sinusoidal", "floor division 2 * k // d_model (every frequency 1)",
-        "(2 * k / d_model)", "(2 * k // d_model)", ("//", "floor", "integer")),
+    Bug("positional.sinusoidal", "floor division 2 * i // d_model (every frequency 1)",
+        "(2 * i / d_model)", "(2 * i // d_model)", ("//", "floor", "integer")),
     Bug("positional.rotation", "the -sin put on the wrong side: both off-diagonals +sin",
         "A[odd, even], A[odd, odd] = -s, c", "A[odd, even], A[odd, odd] = s, c", ("sign", "-sin")),
-    Bug("positional.rotation", "angle m * 10000^(2k/d) instead of m / 10000^(2k/d)",
-        "theta = m / 10000", "theta = m * 10000", ("divide", "1/", "inverse")),
+    Bug("positional.rotation", "angle tau * 10000^(2i/d) instead of tau / 10000^(2i/d)",
+        "theta = tau / 10000", "theta = tau * 10000", ("divide", "1/", "inverse")),
     Bug("positional.rotation", "cos and sin swapped",
         "c, s = np.cos(theta), np.sin(theta)", "c, s = np.sin(theta), np.cos(theta)", ("cos", "sin")),
     Bug("positional.rotation", "exponent over d_model / 2 instead of d_model",

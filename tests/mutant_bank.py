@@ -171,15 +171,15 @@ N03 = [
            "    P = np.empty((len(positions), d_model))\n"
            "    P[:, 0::2], P[:, 1::2] = np.sin(angles), np.cos(angles)\n    return P",
            "wrong order along axis -1"),
-    Mutant("03", "positional.rotation", "angle of m + 1",
+    Mutant("03", "positional.rotation", "angle of tau + 1",
            "from course_lib.positional import rotation_matrix as _ref\n"
-           "def rotation_matrix(m, d_model):\n    return _ref(m + 1, d_model)", "`m` + 1 in place of `m`"),
+           "def rotation_matrix(tau, d_model):\n    return _ref(tau + 1, d_model)", "`tau` + 1 in place of `tau`"),
     Mutant("03", "positional.rotation", "angles twice too large",
            "from course_lib.positional import rotation_matrix as _ref\n"
-           "def rotation_matrix(m, d_model):\n    return _ref(2 * m, d_model)", "`m` multiplied by 2"),
+           "def rotation_matrix(tau, d_model):\n    return _ref(2 * tau, d_model)", "`tau` multiplied by 2"),
     Mutant("03", "positional.rotation", "half angles",
            "from course_lib.positional import rotation_matrix as _ref\n"
-           "def rotation_matrix(m, d_model):\n    return _ref(m / 2, d_model)", "`m` multiplied by 1/2"),
+           "def rotation_matrix(tau, d_model):\n    return _ref(tau / 2, d_model)", "`tau` multiplied by 1/2"),
     Mutant("03", "positional.rope", "positions off by one", _ROPE +
            "    return _ref(x, np.asarray(positions) - 1)", "`positions` shifted by -1"),
     Mutant("03", "positional.rope", "angles doubled", _ROPE +

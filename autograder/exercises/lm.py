@@ -323,21 +323,21 @@ def _lstm_cases(rng, hidden):
 
 
 def _lstm(x, h_prev, c_prev, W, b, gate=sigmoid, cand=np.tanh, swap_if=False, out_tanh=True,
-          x_first=False, order="ifog"):
+          x_first=False, order="ifoc"):
     z = np.concatenate([x, h_prev] if x_first else [h_prev, x], axis=1) @ W + b
-    parts = dict(zip(order, np.split(z, 4, axis=1)))
-    i, f, o, g = gate(parts["i"]), gate(parts["f"]), gate(parts["o"]), cand(parts["g"])
-    c = i * c_prev + f * g if swap_if else f * c_prev + i * g
+    parts = dict(zip(order, np.split(z, 4, axis=1)))  # c: the candidate c_tilde
+    i, f, o, c_tilde = gate(parts["i"]), gate(parts["f"]), gate(parts["o"]), cand(parts["c"])
+    c = i * c_prev + f * c_tilde if swap_if else f * c_prev + i * c_tilde
     return (o * np.tanh(c) if out_tanh else o * c), c
 
 
 LSTM_MISTAKES = [
     Mistake("gate nonlinearity swapped",
             "the gates i, f, o use the sigmoid (values in (0, 1), how much to let through); "
-            "the candidate g uses tanh.",
+            "the candidate c_tilde uses tanh.",
             wrong=lambda **c: _lstm(**c, gate=np.tanh, cand=sigmoid)),
     Mistake("forget gate applied to the input instead of the cell",
-            "c = f * c_prev + i * g: f decides how much history to keep, i how much new.",
+            "c = f * c_prev + i * c_tilde: f decides how much history to keep, i how much new.",
             wrong=lambda **c: _lstm(**c, swap_if=True)),
     Mistake("output without tanh of the cell",
             "h = o * tanh(c): the cell is squashed into (-1, 1) before the output gate.",
@@ -346,8 +346,9 @@ LSTM_MISTAKES = [
             "W acts on [h_prev, x] (h_prev first), as in the CS182 slides' W [h_{t-1}, x_t].",
             wrong=lambda **c: _lstm(**c, x_first=True)),
     Mistake("gate blocks in the wrong order",
-            "the 4H columns of z are i, f, o, g in that order (torch.nn.LSTM uses i, f, g, o).",
-            wrong=lambda **c: _lstm(**c, order="ifgo")),
+            "the 4H columns of z are i, f, o, c_tilde in that order (torch.nn.LSTM puts the "
+            "candidate third: i, f, c_tilde, o).",
+            wrong=lambda **c: _lstm(**c, order="ifco")),
 ]
 
 

@@ -1,8 +1,8 @@
 """Exercises of notebook 03 (positional encoding) [trusted; also the check cell]
 
-Convention (course_lib.positional): pairs of adjacent dimensions (2k, 2k+1), pair k at
-omega_k = 10000^(-2k/d_model), sin first then cos; A(m) has the 2x2 blocks
-[[cos, sin], [-sin, cos]] (Week 7, eq. (12): A(m) P[t] = P[t + m]); RoPE rotates row t
+Convention (course_lib.positional): pairs of adjacent dimensions (2i, 2i+1), pair i at
+omega_i = 10000^(-2i/d_model), sin first then cos; A(tau) has the 2x2 blocks
+[[cos, sin], [-sin, cos]] (Week 7, eq. (12): A(tau) P[t] = P[t + tau]); RoPE rotates row t
 by R(positions[t]), the blocks [[cos, -sin], [sin, cos]] of Su et al., i.e. R(t) = A(-t).
 """
 from __future__ import annotations
@@ -37,10 +37,10 @@ def _interleave(sin_part, cos_part):
 
 
 def _per_dimension(positions, d_model, exponent):
-    """Each dimension i gets its own frequency base^(-exponent(i) / d_model)."""
-    i = np.arange(d_model)
-    angles = np.asarray(positions, float)[:, None] * 10000.0 ** (-exponent(i) / d_model)
-    return np.where(i % 2 == 0, np.sin(angles), np.cos(angles))
+    """Each dimension dim gets its own frequency base^(-exponent(dim) / d_model)."""
+    dim = np.arange(d_model)
+    angles = np.asarray(positions, float)[:, None] * 10000.0 ** (-exponent(dim) / d_model)
+    return np.where(dim % 2 == 0, np.sin(angles), np.cos(angles))
 
 
 def _pairs(positions, d_model, base=10000.0, k_scale=2.0):
@@ -59,27 +59,27 @@ def _halves(positions, d_model):
 
 
 SINUSOIDAL_MISTAKES = [
-    Mistake("exponent 2i per dimension instead of per pair",
-            "in omega_k = 10000^(-2k/d_model), k counts pairs: dimensions 2k and 2k+1 share one "
-            "k (k = i // 2), so do not put the dimension index i itself into 2k.",
-            wrong=lambda positions, d_model: _per_dimension(positions, d_model, lambda i: 2 * i)),
+    Mistake("exponent 2 dim per dimension instead of 2i per pair",
+            "in omega_i = 10000^(-2i/d_model), i counts pairs: dimensions 2i and 2i+1 share one "
+            "i (i = dim // 2), so do not put the dimension index dim itself into 2i.",
+            wrong=lambda positions, d_model: _per_dimension(positions, d_model, lambda dim: 2 * dim)),
     Mistake("sin and cos of a pair at different frequencies",
-            "the exponent i/d_model with the dimension index i gives the cosine of a pair a "
-            "slightly lower frequency than its sine; both use omega_k with k = i // 2.",
-            wrong=lambda positions, d_model: _per_dimension(positions, d_model, lambda i: i)),
-    Mistake("exponent k/d_model instead of 2k/d_model",
-            "the exponent is 2k / d_model (eq. 10), so the slowest pair reaches almost 1/10000.",
+            "the exponent dim/d_model with the dimension index dim gives the cosine of a pair a "
+            "slightly lower frequency than its sine; both use omega_i with i = dim // 2.",
+            wrong=lambda positions, d_model: _per_dimension(positions, d_model, lambda dim: dim)),
+    Mistake("exponent i/d_model instead of 2i/d_model",
+            "the exponent is 2i / d_model (eq. 10), so the slowest pair reaches almost 1/10000.",
             wrong=lambda positions, d_model: _interleave(*_pairs(positions, d_model, k_scale=1.0))),
-    Mistake("omega_k = 10000^(2k/d_model) without the minus sign",
-            "the frequencies fall from 1 to about 1/10000: omega_k = 1 / 10000^(2k/d_model), "
+    Mistake("omega_i = 10000^(2i/d_model) without the minus sign",
+            "the frequencies fall from 1 to about 1/10000: omega_i = 1 / 10000^(2i/d_model), "
             "a negative exponent.",
             wrong=lambda positions, d_model: _interleave(*_pairs(positions, d_model, k_scale=-2.0))),
     Mistake("base 1000 instead of 10000",
             "the wavelengths grow geometrically up to 10000 * 2 pi: the base is 10000.",
             wrong=lambda positions, d_model: _interleave(*_pairs(positions, d_model, base=1000.0))),
     Mistake("sin/cos order swapped",
-            "Week 7's eq. (11) puts the sine first: P[t, 2k] = sin(omega_k t), "
-            "P[t, 2k+1] = cos(omega_k t).",
+            "Week 7's eq. (11) puts the sine first: P[t, 2i] = sin(omega_i t), "
+            "P[t, 2i+1] = cos(omega_i t).",
             wrong=_swapped),
     Mistake("sines and cosines in separate halves",
             "the sines and cosines alternate dimension by dimension (Week 7, eq. (11)), they are "
@@ -90,14 +90,14 @@ SINUSOIDAL_MISTAKES = [
 ]
 
 
-# ------------------------------------------------------------------------- rotation A(m)
+# ----------------------------------------------------------------------- rotation A(tau)
 def _rotation_cases(rng, hidden):
     if not hidden:
-        return [dict(m=int(rng.integers(1, 5)), d_model=4), dict(m=int(rng.integers(2, 9)), d_model=8),
-                dict(m=-int(rng.integers(1, 6)), d_model=2), dict(m=0, d_model=4),
-                dict(m=int(rng.integers(100, 300)), d_model=6)]
-    return [dict(m=0, d_model=6), dict(m=5, d_model=2), dict(m=17, d_model=16),
-            dict(m=-4, d_model=8), dict(m=250, d_model=32)]
+        return [dict(tau=int(rng.integers(1, 5)), d_model=4), dict(tau=int(rng.integers(2, 9)), d_model=8),
+                dict(tau=-int(rng.integers(1, 6)), d_model=2), dict(tau=0, d_model=4),
+                dict(tau=int(rng.integers(100, 300)), d_model=6)]
+    return [dict(tau=0, d_model=6), dict(tau=5, d_model=2), dict(tau=17, d_model=16),
+            dict(tau=-4, d_model=8), dict(tau=250, d_model=32)]
 
 
 def _blocks(c, s, pairs_of, d_model):
@@ -116,27 +116,27 @@ def _split_halves(d):
     return np.arange(d // 2), np.arange(d // 2, d)
 
 
-def _theta(m, d_model, k_scale=2.0):
-    return m * 10000.0 ** (-k_scale * np.arange(d_model // 2) / d_model)
+def _theta(tau, d_model, k_scale=2.0):
+    return tau * 10000.0 ** (-k_scale * np.arange(d_model // 2) / d_model)
 
 
 ROTATION_MISTAKES = [
     Mistake("rotation sign flipped",
-            "with the blocks [[cos, -sin], [sin, cos]] you get A(m) P[t] = P[t - m]; Week 7 "
-            "uses the blocks [[cos, sin], [-sin, cos]] so that A(m) P[t] = P[t + m].",
-            wrong=lambda m, d_model: rotation_matrix(-m, d_model)),
-    Mistake("same angle m in every block",
-            "block k rotates by omega_k * m, not by m: each pair turns at its own frequency.",
-            wrong=lambda m, d_model: _blocks(np.cos(m), np.sin(m), _adjacent, d_model)),
+            "with the blocks [[cos, -sin], [sin, cos]] you get A(tau) P[t] = P[t - tau]; Week 7 "
+            "uses the blocks [[cos, sin], [-sin, cos]] so that A(tau) P[t] = P[t + tau].",
+            wrong=lambda tau, d_model: rotation_matrix(-tau, d_model)),
+    Mistake("same angle tau in every block",
+            "block i rotates by omega_i * tau, not by tau: each pair turns at its own frequency.",
+            wrong=lambda tau, d_model: _blocks(np.cos(tau), np.sin(tau), _adjacent, d_model)),
     Mistake("blocks on the wrong pairs of dimensions",
-            "the sinusoidal encoding pairs adjacent dimensions (2k, 2k+1); a block that mixes "
-            "k and k + d_model/2 rotates a sine of one frequency into a sine of another.",
-            wrong=lambda m, d_model: _blocks(np.cos(_theta(m, d_model)), np.sin(_theta(m, d_model)),
+            "the sinusoidal encoding pairs adjacent dimensions (2i, 2i+1); a block that mixes "
+            "i and i + d_model/2 rotates a sine of one frequency into a sine of another.",
+            wrong=lambda tau, d_model: _blocks(np.cos(_theta(tau, d_model)), np.sin(_theta(tau, d_model)),
                                              _split_halves, d_model)),
-    Mistake("exponent k/d_model instead of 2k/d_model",
-            "use the same omega_k as the encoding: 10000^(-2k/d_model).",
-            wrong=lambda m, d_model: _blocks(np.cos(_theta(m, d_model, 1.0)),
-                                             np.sin(_theta(m, d_model, 1.0)), _adjacent, d_model)),
+    Mistake("exponent i/d_model instead of 2i/d_model",
+            "use the same omega_i as the encoding: 10000^(-2i/d_model).",
+            wrong=lambda tau, d_model: _blocks(np.cos(_theta(tau, d_model, 1.0)),
+                                               np.sin(_theta(tau, d_model, 1.0)), _adjacent, d_model)),
 ]
 
 
@@ -165,19 +165,19 @@ def _rope_halves(x, positions, sign=1.0):
 
 ROPE_MISTAKES = [
     Mistake("RoPE pairing convention mixed",
-            "this course rotates adjacent pairs (x[2k], x[2k+1]), the same pairs as A(m); you "
-            "paired x[k] with x[k + d/2] (the 'rotate half' convention of some libraries).",
+            "this course rotates adjacent pairs (x[2i], x[2i+1]), the same pairs as A(tau); you "
+            "paired x[i] with x[i + d/2] (the 'rotate half' convention of some libraries).",
             wrong=lambda x, positions: _rope_halves(x, positions)),
     Mistake("rotation sign flipped",
-            "RoPE turns each pair by +omega_k t (Su et al.): out[2k] = cos * x[2k] - sin * x[2k+1], "
-            "out[2k+1] = sin * x[2k] + cos * x[2k+1]. The blocks of A(t) from the previous "
+            "RoPE turns each pair by +omega_i t (Su et al.): out[2i] = cos * x[2i] - sin * x[2i+1], "
+            "out[2i+1] = sin * x[2i] + cos * x[2i+1]. The blocks of A(t) from the previous "
             "exercise turn the other way (R(t) = A(t)^T = A(-t)).",
             wrong=lambda x, positions: apply_rope(x, -np.asarray(positions))),
     Mistake("RoPE pairing convention mixed and rotation sign flipped",
-            "pair adjacent dimensions (2k, 2k+1), and use RoPE's blocks [[cos, -sin], [sin, cos]].",
+            "pair adjacent dimensions (2i, 2i+1), and use RoPE's blocks [[cos, -sin], [sin, cos]].",
             wrong=lambda x, positions: _rope_halves(x, positions, sign=-1.0)),
     Mistake("encoding added instead of rotating",
-            "RoPE does not add P[t]: it rotates each pair of x by the angle omega_k * t.",
+            "RoPE does not add P[t]: it rotates each pair of x by the angle omega_i * t.",
             wrong=lambda x, positions: x + sinusoidal_encoding(positions, x.shape[-1])),
     Mistake("positions ignored",
             "rotate row t by the angle of positions[t], not of its row index.",
@@ -217,12 +217,12 @@ EXERCISES = [
     Exercise(
         id="positional.rotation",
         function="rotation_matrix",
-        signature="rotation_matrix(m, d_model) -> A",
+        signature="rotation_matrix(tau, d_model) -> A",
         cases=_rotation_cases,
         reference=rotation_matrix,
         features=shape_features(**{
-            "m = 0": lambda c: c["m"] == 0, "negative m": lambda c: c["m"] < 0,
-            "large m (100 or more)": lambda c: c["m"] >= 100,
+            "tau = 0": lambda c: c["tau"] == 0, "negative tau": lambda c: c["tau"] < 0,
+            "large tau (100 or more)": lambda c: c["tau"] >= 100,
             "d_model = 2 (one pair)": lambda c: c["d_model"] == 2}),
         dims=lambda c: {"d_model": c["d_model"]},
         points=2,
@@ -247,7 +247,7 @@ EXERCISES = [
         equivalent={"apply_rope: a line that updates `x` is missing":
                     "x is an array (..., T, d) by the exercise's text, so np.asarray(x) is a no-op",
                     **{m: "they differ only for an odd d, where the reference raises; d is even by "
-                          "the exercise's text (adjacent pairs (2k, 2k+1), angles (T, d/2))"
+                          "the exercise's text (adjacent pairs (2i, 2i+1), angles (T, d/2))"
                        for m in ODD_D_MODEL}},
         mistakes=ROPE_MISTAKES,
     ),

@@ -209,7 +209,7 @@ COMPUTE_MISTAKES = (
 
 # ============================================================================ memory
 def training_memory(n_params, bytes_per_param, master_weights):
-    """(weights, gradients, fp32 master copy, Adam's m and v, total) in bytes."""
+    """(weights, gradients, fp32 master copy, Adam's two moments, total) in bytes."""
     m = scaling.training_memory_bytes(n_params, bytes_per_param, "adam", master_weights)
     return m["weights"], m["gradients"], m["master"], m["adam_m"] + m["adam_v"], m["total"]
 
@@ -244,12 +244,12 @@ def _memory_with(adam_states=2, master=None, master_bytes=lambda b: 4, gradients
 
 MEMORY_MISTAKES = (
     Mistake("Adam states forgotten",
-            "Adam keeps two numbers per parameter, the moments m and v, in fp32: 8 bytes per "
+            "Adam keeps two numbers per parameter, its first and second moments, in fp32: 8 bytes per "
             "parameter on top of the weights and gradients.", _memory_with(adam_states=0)),
-    Mistake("only one Adam state, or m and v in 2 bytes each (4 bytes per parameter in all)",
-            "Adam keeps a running mean m *and* a running mean of squares v, each in fp32: "
-            "4 + 4 bytes per parameter, whatever the precision of the weights (one 4-byte "
-            "state and two fp16 states give the same 4 bytes).",
+    Mistake("only one Adam state, or its two moments in 2 bytes each (4 bytes per parameter in all)",
+            "Adam keeps a running mean of the gradients *and* a running mean of their squares, "
+            "each in fp32: 4 + 4 bytes per parameter, whatever the precision of the weights (one "
+            "4-byte state and two fp16 states give the same 4 bytes).",
             _memory_with(adam_states=1)),
     Mistake("fp32 master copy forgotten",
             "in mixed precision (master_weights=True) the optimizer updates an fp32 copy of the "

@@ -103,7 +103,8 @@ SMALL = {k: CONSTANTS[k] for k in ("2", "1/2", "3", "1/3", "4", "1/4", "ln 2", "
 
 
 def _factors(ex: Exercise, case: dict, constants: dict = CONSTANTS) -> dict[str, float]:
-    """label -> value: each named size n as n, sqrt(n), 1/n, 1/sqrt(n), then ``constants``."""
+    """label -> value: each named size as itself, its square root and their inverses, then
+    ``constants``."""
     out = {}
     for name, n in _sizes(ex, case).items():
         if "/" in name or "^" in name:  # a small argument's powers, already named

@@ -29,9 +29,9 @@ queries, for dK and dV) they add exactly 0. Causal alignment is
 with no key to see (T_q > T_k) gets out = 0 and lse = -inf, as in the reference.
 
 Precision: inputs float32, bfloat16 or float16; every sum (scores, l, acc, dQ, dK, dV, delta) is
-float32, and the weights P and dS are cast to the input type before their matmuls, as in
-FlashAttention. float32 matmuls run on tensor cores as tf32x3 (see ``_dot``), which keeps
-about float32's precision where plain TF32 would keep 10 bits.
+float32, and the weights (A_tilde in the forward, A in the backward) and dS are cast to the
+input type before their matmuls, as in FlashAttention. float32 matmuls run on tensor cores as
+tf32x3 (see ``_dot``), which keeps about float32's precision where plain TF32 would keep 10 bits.
 
 Shapes follow the course glossary: q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v),
 the leading axes (typically B, n_heads) the same for all three and flattened into one.

@@ -9,10 +9,11 @@ the comparison that proves it; a learner moving on to PyTorch can read them as a
 - masks: the course's boolean masks say True = "may attend". ``F.scaled_dot_product_attention``
   agrees; ``nn.MultiheadAttention``'s and ``nn.Transformer*Layer``'s boolean ``attn_mask`` /
   ``key_padding_mask`` say True = "may NOT attend": pass ``~mask``.
-- LSTM gates: the course stacks (i, f, o, g) and applies W to [h_prev, x]; ``nn.LSTMCell``
-  stacks (i, f, g, o) with separate ``weight_hh`` and ``weight_ih``.
+- LSTM gates: the course stacks (i, f, o, c_tilde) and applies W to [h_prev, x];
+  ``nn.LSTMCell`` stacks (i, f, c_tilde, o), calling the candidate "g", with separate
+  ``weight_hh`` and ``weight_ih``.
 - RNN biases: the course's single ``b`` is ``nn.RNN``'s ``bias_ih + bias_hh``.
-- RoPE: pair (x[2k], x[2k+1]) rotated by +m theta_k, [[cos, -sin], [sin, cos]] (Su et al.).
+- RoPE: pair (x[2i], x[2i+1]) rotated by +t omega_i, [[cos, -sin], [sin, cos]] (Su et al.).
 - cross-entropy: ``reduction="sum"`` is the seeds' sum over positions; PyTorch defaults to
   the mean; padding is ``ignore_index`` in both.
 Fully masked attention rows are left out where PyTorch returns NaN and the course returns 0.
@@ -157,8 +158,8 @@ def test_lstm_cell_matches_nn_lstmcell_with_gates_reordered():
     B, D, H = 3, 4, 5
     ref = nn.LSTMCell(D, H).double()
     x, h_prev, c_prev = RNG.normal(size=(B, D)), RNG.normal(size=(B, H)), RNG.normal(size=(B, H))
-    i, f, g, o = (slice(k * H, (k + 1) * H) for k in range(4))  # torch's order
-    order = np.r_[i, f, o, g]  # the course's (i, f, o, g)
+    i, f, c_tilde, o = (slice(k * H, (k + 1) * H) for k in range(4))  # torch's order
+    order = np.r_[i, f, o, c_tilde]  # the course's (i, f, o, c_tilde)
     W = np.concatenate([ref.weight_hh.detach().numpy().T, ref.weight_ih.detach().numpy().T])[:, order]
     b = (ref.bias_ih + ref.bias_hh).detach().numpy()[order]
     h, c, _ = rnn.lstm_cell_forward(x, h_prev, c_prev, W, b)

@@ -3,7 +3,9 @@
 Notebook 00 shows the table of course_lib/README.md. The checks below read that table and scan
 the course's text for the uses of a symbol that a machine can tell apart from its meaning: the
 notebooks' markdown, their code comments and strings, and the comments and strings (docstrings,
-check messages) of course_lib, autograder/exercises and autograder/judge.
+check messages) of course_lib, autograder/exercises and autograder/judge. A shape, a comparison,
+a formula 'x = ...', a symbol used outside the notebooks its row names, and a symbol called by
+the name of another row ('the shift m' where m is a maximum) each give a symbol away.
 """
 import io
 import re
@@ -20,7 +22,13 @@ TUPLE = re.compile(r"(?<![\w\]])\(((?:\.\.\.|[\w*·/+ -]+)(?:, ?(?:\.\.\.|[\w*·
 COMPARISON = re.compile(r"(?<![\w$\\])([A-Za-z](?:_[a-z]+)?) ?(?:≠|!=|=|<=|≤) ?"
                         r"([A-Za-z](?:_[a-z]+)?)(?= ?(?:≠|=)|[\"',)]|$)")
 MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.S)
-NUMBER = re.compile(r"[\d\s.,{}^+\-]*(?:\\times[\d\s.,{}^+\-]*)*")
+NOTEBOOK = re.compile(r"notebooks? (\d\d)")
+# what comes before a row's kind ('notebook 07: the running maximum' is a maximum) and ends it
+KIND_PREFIX = re.compile(r"\s*(?:notebooks? \d\d(?:'s)?[,:]?\s*)?(?:(?:the|a|an|one)\s+)?")
+KIND_END = re.compile(r"[,;:(`$]| (?:of|in|at|on|per|for|with|applied|arriving|before|that)\b")
+ARTICLE = r"(?:the|a|an|every|each|its)"
+ROLES = "[qkvo]+"  # a subscript that names a role, as in W_q, b_k, X_{kv}, W_o
+NUMBER = re.compile(r"[\d\s.,{}^+\-]*(?:\\(?:times|infty|dots|ldots)[\d\s.,{}^+\-]*)*")
 
 
 def _table(text):
@@ -75,21 +83,43 @@ def _texts():
                 yield where, text, False
 
 
-def _math_symbols(math):
-    """The capital letters a formula uses as operands (not inside words, bold or scripts)."""
-    math = re.sub(r"\\(?:mathrm|text|operatorname|mathbf|mathcal)\{[^}]*\}", " ", math)
+def _math_symbols(math, letters="A-Z"):
+    """The capital letters (or ``letters``) a formula uses as operands (not inside words, bold
+    or scripts)."""
+    math = re.sub(r"\\(?:mathrm|text|operatorname|mathbf|mathcal|texttt)\{[^}]*\}", " ", math)
     math = re.sub(r"[\^_](?:\{[^}]*\}|\\?\w)", " ", math)
     math = re.sub(r"\\[A-Za-z]+", " ", math)
-    return set(re.findall(r"(?<![a-z])[A-Z](?![a-z])", math))  # QK is Q and K
+    return set(re.findall(rf"(?<![a-z])[{letters}](?![a-z])", math))  # QK is Q and K
 
 
 def _definitions(text):
-    """(symbol, right-hand side) for each plain 'X = ...' in the formulas of a markdown text."""
+    """(symbol, right-hand side) for each plain 'X = ...' or 'x = ...' in the formulas of a
+    markdown text."""
     for m in MATH.finditer(text):
         math = m.group(1) or m.group(2)
-        for d in re.finditer(r"(?<![\w\\{}^_.|])([A-Z])\s*=\s*([^=$]+?)(?=\$|,|;|\\qquad|\\\\|=|$)",
-                             math):
-            yield d.group(1), d.group(2)
+        # a capital anywhere; a small letter only where a formula or a clause starts ('J g = ...'
+        # is a product, 'q \cdot k = ...' an inner product)
+        for d in re.finditer(r"(?:(?<![\w\\{}^_.|])([A-Z])|(?:^|(?<!\\)[,;(]|\\q?quad|\\text\{[^}]*\})\s*([a-z]))"
+                             r"\s*=\s*([^=$]+?)(?=\$|,|;|\\qquad|\\\\|=|$)", math):
+            yield d.group(1) or d.group(2), d.group(3)
+
+
+def _outside_glossary(text):
+    """``text`` without the rows of the glossary's table (notebook 00 shows it)."""
+    if "| symbol |" not in text:
+        return text
+    return "\n".join(line for line in text.splitlines() if not line.startswith("|"))
+
+
+def _kinds():
+    """{symbol: words}: what the row of each symbol says it is, the last word before its
+    first comma, bracket or preposition ('a shift of the positions': shift)."""
+    kinds = {}
+    for symbols, meaning in _rows():
+        head = KIND_END.split(KIND_PREFIX.sub("", meaning, count=1), maxsplit=1)[0].split()
+        for symbol in symbols:
+            kinds.setdefault(symbol, set()).update(head[-1:])
+    return kinds
 
 
 def test_notebook_00_shows_the_glossary_of_course_lib():
@@ -145,11 +175,14 @@ def test_sizes_are_compared_with_sizes():
 
 
 def test_formulas_define_a_symbol_as_the_glossary_does():
-    """A formula 'X = ...' for a glossary letter uses only the operands of one of the
-    glossary's own formulas for X ($Q = XW^Q$, $S = QK^\\top/\\sqrt{d_k}$): $Q = AX$ (the blog's
-    keys) or $P = e^{S - m}$ (a tile in notebook 07) would give the letter a second meaning.
-    Numbers are always fine ($T = 4096$); the blog's letters are bold and not checked."""
+    """A formula 'X = ...' or 'x = ...' for a glossary letter uses only the capital operands of
+    one of the glossary's own formulas for it ($Q = XW^Q$, $S = QK^\\top/\\sqrt{d_k}$,
+    $g = \\partial L/\\partial x$): $Q = AX$ (the blog's keys), $P = e^{S - m}$ (a tile in
+    notebook 07) or $k = 0, 1, \\ldots$ (an index, where `k` is a key) would give the letter a
+    second meaning. Numbers are always fine ($T = 4096$, $m = -\\infty$), and so is a size
+    set to sizes ($t = 1 \\dots T$); the blog's letters are bold and not checked."""
     glossary = _glossary()
+    sizes = {s for s, is_array in glossary.items() if not is_array}
     table = "\n".join(_table((REPO / "course_lib" / "README.md").read_text()))
     allowed = {}
     for symbol, rhs in _definitions(table):
@@ -161,6 +194,84 @@ def test_formulas_define_a_symbol_as_the_glossary_does():
         for symbol, rhs in _definitions(text):
             if symbol not in glossary or NUMBER.fullmatch(rhs.strip()):
                 continue
+            if symbol.islower() and symbol in sizes and _math_symbols(rhs) <= sizes:
+                continue
             if not any(_math_symbols(rhs) <= ops for ops in allowed.get(symbol, [])):
                 wrong.add(f"{where}: {symbol} = {rhs.strip()}")
+    assert sorted(wrong) == []
+
+
+def test_a_symbol_that_the_glossary_gives_to_some_notebooks_stays_in_them():
+    """A row that starts 'notebook 07: ...' gives its symbols to the notebooks it names: `m`
+    (a maximum of scores) in notebook 03 for a shift, or Adam's $m$ in notebook 06, would be a
+    second meaning. Checked in the notebooks' formulas, backticks and code comments, for the
+    lower-case and longer names (the capitals are also the blog's letters and token names)."""
+    scopes = {s: set(NOTEBOOK.findall(meaning)) for symbols, meaning in _rows()
+              if NOTEBOOK.match(meaning.strip()) for s in symbols if not re.fullmatch("[A-Z]", s)}
+    wrong = set()
+    for where, text, is_markdown in _texts():
+        if not where[:2].isdigit():
+            continue                                   # course_lib and the grader serve several
+        text = _outside_glossary(text)
+        if is_markdown:
+            used = set(re.findall(r"`([A-Za-z]\w*)`", text))
+            for m in MATH.finditer(text):
+                used |= _math_symbols(m.group(1) or m.group(2), "a-z")
+        else:
+            used = set(re.findall(r"(?<![\w.'])([A-Za-z]\w*)(?![\w'(\[])", text))
+        wrong |= {f"{where}: {s}" for s in used & scopes.keys() if where[:2] not in scopes[s]}
+    assert sorted(wrong) == []
+
+
+def test_a_symbol_is_never_called_by_what_another_symbol_is():
+    """'the shift $m$', '$m$ is the shift' or 'the candidate g' names a symbol by the kind
+    of another row (`tau` is a shift, `c_tilde` the candidate) that its own row does not
+    mention: a second meaning. Markdown writes the symbol as $m$ or `m`, Python text bare."""
+    kinds, meanings = _kinds(), {s: m.lower() for symbols, m in _rows() for s in symbols}
+    others = set().union(*kinds.values())
+    named_before = re.compile(rf"\b{ARTICLE} (?:[a-z]+ )?([a-z]+) $")              # the shift |m
+    named_after = re.compile(rf"^,? (?:is|denotes|stands for) {ARTICLE} ([a-z]+)(?: ([a-z]+))?")
+    wrong = set()
+    for where, text, is_markdown in _texts():
+        symbol = (r"\$([A-Za-z])\$|`([A-Za-z]\w*)`" if is_markdown
+                  else r"(?<![\w.'`])([A-Za-z]\w*)(?=[\s,.;:)]|$)(?! [A-Z]\b)")
+        text = _outside_glossary(text)
+        for m in re.finditer(symbol, text):
+            name = m.group(1) or m.group(2) if is_markdown else m.group(1)
+            if name not in meanings:
+                continue
+            said = named_before.search(text[max(0, m.start() - 40):m.start()])
+            words = set(said.groups()) if said else set()
+            if re.search(r"(?:^|[.;:(]\s*|\bwhere\s+)$", text[max(0, m.start() - 8):m.start()]):
+                said = named_after.match(text[m.end():m.end() + 40])
+                words |= set(said.groups()) if said else set()
+            kind = {w for w in words if w} & (others - kinds[name])
+            if kind and not any(w in meanings[name] for w in kind):
+                wrong.add(f"{where}: {name} called a {', '.join(sorted(kind))}")
+    assert sorted(wrong) == []
+
+
+def test_a_vector_of_the_glossary_is_never_an_index():
+    """`k` is a key: $\\omega_k$ next to $\\omega_0$, or $z_k$ next to $z_i$, makes it a
+    counter. A small letter that the glossary gives to a vector (`q`, `k`, `v`, `g`, `h`,
+    `m`, `l`) is an index where a subscript holds it together with arithmetic ($x_{2k}$) or
+    where the same base also takes a number or another index; $W_k$, $b_k$ next to $b_q$, and
+    $X_{kv}$ name the keys' (and values') side, which is the glossary's meaning."""
+    glossary = _glossary()
+    vectors = {s for s, is_array in glossary.items() if is_array and re.fullmatch("[a-z]", s)}
+    wrong = set()
+    for where, text, is_markdown in _texts():
+        if not is_markdown:
+            continue
+        for m in MATH.finditer(_outside_glossary(text)):
+            math = re.sub(r"\\(?:mathrm|text|operatorname|mathbf|mathcal)\{[^}]*\}", " ", m.group(1) or m.group(2))
+            subscripts = {}                                        # base: [subscripts]
+            for sub in re.finditer(r"(\\?[A-Za-z]+)_(\{[^{}]*\}|\w)", math):
+                subscripts.setdefault(sub.group(1), []).append(sub.group(2).strip("{}"))
+            for base, subs in subscripts.items():
+                indices = any(not re.fullmatch(ROLES, s) for s in subs)
+                for s in subs:
+                    letters = set(re.findall(r"(?<![A-Za-z])[a-z](?![A-Za-z])", s)) & vectors
+                    if letters and (not re.fullmatch(ROLES, s) or indices):
+                        wrong.add(f"{where}: {base}_{s}")
     assert sorted(wrong) == []

@@ -15,8 +15,8 @@ ASSIGNMENT = "01_language_models"
 SOLUTION = SOLUTIONS / ASSIGNMENT / "language_models.ipynb"
 ACCUMULATE = ("dWxh += x[:, t].T @ da\n        dWhh += h_prev.T @ da\n        db += da.sum(axis=0)")
 OVERWRITE = ACCUMULATE.replace("+=", "=")
-GATES = "sig(z[:, :H]), sig(z[:, H:2 * H]), sig(z[:, 2 * H:3 * H])\n    g = np.tanh(z[:, 3 * H:])"
-SWAPPED = "np.tanh(z[:, :H]), np.tanh(z[:, H:2 * H]), np.tanh(z[:, 2 * H:3 * H])\n    g = sig(z[:, 3 * H:])"
+GATES = "sig(z[:, :H]), sig(z[:, H:2 * H]), sig(z[:, 2 * H:3 * H])\n    c_tilde = np.tanh(z[:, 3 * H:])"
+SWAPPED = "np.tanh(z[:, :H]), np.tanh(z[:, H:2 * H]), np.tanh(z[:, 2 * H:3 * H])\n    c_tilde = sig(z[:, 3 * H:])"
 LOOP = "for t in range(n - 1, len(idx)):\n        counts[tuple(idx[t - n + 1:t + 1])] += 1"
 WRAP = "for t in range(len(idx)):\n        counts[tuple(idx[np.arange(t - n + 1, t + 1)])] += 1"
 
@@ -34,7 +34,7 @@ MUTANTS = {  # name: [(grade_id, old, new, exercise id, words the feedback must 
          "hidden state not carried across time"),
         ("lm_rnn_backward", ACCUMULATE, OVERWRITE, "lm.rnn_backward",
          "gradients not accumulated over time steps"),
-        ("lm_lstm_cell", "c = f * c_prev + i * g", "c = i * c_prev + f * g", "lm.lstm_cell",
+        ("lm_lstm_cell", "c = f * c_prev + i * c_tilde", "c = i * c_prev + f * c_tilde", "lm.lstm_cell",
          "forget gate applied to the input instead of the cell"),
     ],
     "one of each, second": [

@@ -31,10 +31,10 @@ MUTANTS = {  # name: [(grade_id, old, new, exercise id, mistake name the feedbac
         ("positional_rope", "= s * x[..., 0::2]", "= -s * x[..., 0::2]", None, None),
     ],
     "exponent per pair": [
-        ("positional_sinusoidal", "2 * k / d_model", "k / d_model",
-         "positional.sinusoidal", "exponent k/d_model instead of 2k/d_model"),
-        ("positional_rotation", "theta = m / 10000", "theta = 1 / 10000",
-         "positional.rotation", None),  # angle without m: loses points, no name required
+        ("positional_sinusoidal", "2 * i / d_model", "i / d_model",
+         "positional.sinusoidal", "exponent i/d_model instead of 2i/d_model"),
+        ("positional_rotation", "theta = tau / 10000", "theta = 1 / 10000",
+         "positional.rotation", None),  # angle without tau: loses points, no name required
     ],
 }
 
@@ -66,7 +66,7 @@ def test_the_heatmap_of_section_2_settles_only_in_its_last_quarter():
 
 def test_the_shift_and_the_rope_figures_show_rounding_only():
     _, values = solution_run(ASSIGNMENT)
-    claim(SOLUTION, "shows an error below $10^{-14}$, rounding only (exactly 0 for $m = 0$)")
+    claim(SOLUTION, "shows an error below $10^{-14}$, rounding only (exactly 0 for $\\tau = 0$)")
     claim(SOLUTION, "every diagonal has one colour")
     claim(SOLUTION, "the three lie exactly on top of each other")
     worst, P = np.array(values["worst"]), np.array(values["P"])   # (n, n), (n, d)
