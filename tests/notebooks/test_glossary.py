@@ -27,6 +27,7 @@ NOTEBOOK = re.compile(r"notebooks? (\d\d)")
 KIND_PREFIX = re.compile(r"\s*(?:notebooks? \d\d(?:'s)?[,:]?\s*)?(?:(?:the|a|an|one)\s+)?")
 KIND_END = re.compile(r"[,;:(`$]| (?:of|in|at|on|per|for|with|applied|arriving|before|that)\b")
 ARTICLE = r"(?:the|a|an|every|each|its)"
+GREEK = re.compile(r"\\(alpha|beta|gamma|delta|Delta|epsilon|ell|mu|sigma|tau|phi|theta|omega)(?![a-z])")
 ROLES = "[qkvo]+"  # a subscript that names a role, as in W_q, b_k, X_{kv}, W_o
 NUMBER = re.compile(r"[\d\s.,{}^+\-]*(?:\\(?:times|infty|dots|ldots)[\d\s.,{}^+\-]*)*")
 
@@ -203,11 +204,14 @@ def test_formulas_define_a_symbol_as_the_glossary_does():
 
 def test_a_symbol_that_the_glossary_gives_to_some_notebooks_stays_in_them():
     """A row that starts 'notebook 07: ...' gives its symbols to the notebooks it names: `m`
-    (a maximum of scores) in notebook 03 for a shift, or Adam's $m$ in notebook 06, would be a
-    second meaning. Checked in the notebooks' formulas, backticks and code comments, for the
-    lower-case and longer names (the capitals are also the blog's letters and token names)."""
-    scopes = {s: set(NOTEBOOK.findall(meaning)) for symbols, meaning in _rows()
-              if NOTEBOOK.match(meaning.strip()) for s in symbols if not re.fullmatch("[A-Z]", s)}
+    (a maximum of scores) in notebook 03 for a shift, Adam's $m$ in notebook 06, or $\\tau$ (`tau`,
+    notebook 03's shift) for a temperature would be a second meaning. Checked in the notebooks'
+    formulas, backticks and code comments, for the lower-case and longer names (the capitals
+    are also the blog's letters and token names)."""
+    scoped = [(symbols, meaning) for symbols, meaning in _rows() if NOTEBOOK.match(meaning.strip())]
+    scopes = {s: set(NOTEBOOK.findall(meaning)) for symbols, meaning in scoped
+              for s in symbols if not re.fullmatch("[A-Z]", s)}
+    letters = {s: set(GREEK.findall(meaning)) for symbols, meaning in scoped for s in symbols}
     wrong = set()
     for where, text, is_markdown in _texts():
         if not where[:2].isdigit():
@@ -216,7 +220,9 @@ def test_a_symbol_that_the_glossary_gives_to_some_notebooks_stays_in_them():
         if is_markdown:
             used = set(re.findall(r"`([A-Za-z]\w*)`", text))
             for m in MATH.finditer(text):
-                used |= _math_symbols(m.group(1) or m.group(2), "a-z")
+                math = m.group(1) or m.group(2)
+                greek = set(GREEK.findall(math))                   # \tau is tau, \Delta delta
+                used |= _math_symbols(math, "a-z") | {s for s in scopes if letters[s] & greek}
         else:
             used = set(re.findall(r"(?<![\w.'])([A-Za-z]\w*)(?![\w'(\[])", text))
         wrong |= {f"{where}: {s}" for s in used & scopes.keys() if where[:2] not in scopes[s]}
