@@ -9,7 +9,9 @@ must point at it (``grade_mutant_bank`` checks that).
 """
 import numpy as np
 import pytest
+import torch
 
+from course_lib import generate as gen
 from course_lib import scaling, scaling_runs
 from course_lib import transformer as tf
 from helpers import FULL, MODES, SOLUTIONS, claim, grade_mutant_bank, solution_run
@@ -63,6 +65,28 @@ def test_the_model_sizes_of_sections_3_and_7():
     sizes = [tf.GPT(tf.GPTConfig(vocab_size, d_model=d, n_layers=n)).n_params(non_embedding=True)
              for n, d in scaling_runs.FULL_SIZES]
     assert len(sizes) == 6 and round(min(sizes), -3) == 28_000 and round(max(sizes) / 1e6, 1) == 0.8
+
+
+def test_section_5_says_how_much_work_the_cache_saves():
+    """The text counts work, not seconds (the cell's times are this machine's, under its load):
+    the token positions that go through the model to generate T tokens from one."""
+    claim(SOLUTION, "Without the cache, step $t$ runs all $t$ tokens so far through every layer, so $T$ "
+                    "generated tokens cost $T(T+1)/2$ token positions (131,328 for $T = 512$); with it each "
+                    "step runs one, $T$ in all")
+    torch.manual_seed(0)
+    T = 64                                                       # the count's form; 512 is arithmetic
+    model = tf.GPT(tf.GPTConfig(vocab_size=8, block_size=T + 1, d_model=8, n_heads=2, n_layers=1))
+    fed = []                                                     # positions per forward pass
+    model.tok_emb.register_forward_hook(lambda module, args, out: fed.append(args[0].numel()))
+    positions, outputs = {}, {}
+    for use_cache in (False, True):
+        fed.clear()
+        outputs[use_cache] = gen.sample(model, torch.zeros((1, 1), dtype=torch.long), T, temperature=0,
+                                        use_cache=use_cache)
+        assert len(fed) == T                                     # one forward pass per token
+        positions[use_cache] = sum(fed)
+    assert positions == {False: T * (T + 1) // 2, True: T} and 512 * 513 // 2 == 131_328
+    assert torch.equal(outputs[False], outputs[True])
 
 
 def test_section_6_says_where_gpt3s_parameters_sit():
