@@ -73,7 +73,9 @@ def scaling_experiment(train_ids: np.ndarray, val_ids: np.ndarray, sizes=None, t
     list of result dicts, smallest model first.
 
     ``sizes`` and ``tokens`` default to the run mode's (``FULL_SIZES`` and ``FULL_TOKENS``:
-    about 10 minutes on two CPU cores; the tiny ones in CI and grade modes: seconds).
+    about 7 minutes on a quiet 2-core laptop, as notebook 06's Time line says, and several
+    times as long beside other work: 1,665 s of training at load average 3 to 8; the tiny ones
+    in CI and grade modes: seconds).
     ``vocab_size`` defaults to the largest id + 1. With ``cached``, results saved earlier in
     this run mode for the same sizes and tokens are returned without training, and new
     results are saved. Other keyword arguments go to ``train_one`` (n_heads, block_size,

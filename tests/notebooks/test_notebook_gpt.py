@@ -151,8 +151,14 @@ def test_section_3_says_where_the_gpt_lands_in_the_results_table(mode):
     results = solution_run(ASSIGNMENT, mode)[1]["results"]
     if not {"RNN", "LSTM"} <= results.keys():
         pytest.skip("notebook 01's rows are missing: run notebook 01 in full mode first")
-    bpc = {name: round(results[name]["bpc"], 2) for name in ("GPT", "LSTM", "RNN", "5-gram")}
-    assert bpc == {"GPT": 2.38, "LSTM": 2.41, "RNN": 2.48, "5-gram": 2.22}
+    claim(SOLUTION, "The four minutes are a limit of time, not of steps: beside other work, one run got "
+                    "through only 38 of the 2,500 steps and scored 3.77 bits, between the unigram and the bigram.")
+    bpc = {name: round(results[name]["bpc"], 2) for name in results}
+    assert {name: bpc[name] for name in ("LSTM", "RNN", "5-gram")} == {"LSTM": 2.41, "RNN": 2.48, "5-gram": 2.22}
+    if results["GPT"]["steps"] == 2500:                          # the reference machine's full run
+        assert bpc["5-gram"] < bpc["GPT"] < bpc["LSTM"]
+    else:                       # stopped at 4 minutes: measured 3.77 after 38 steps at load 4 to 8
+        assert bpc["GPT"] > bpc["RNN"]
 
 
 @pytest.mark.parametrize("mode", MODES)
