@@ -213,9 +213,10 @@ def test_section_10_says_how_well_the_best_head_matches_the_alignment(mode):
 
 
 def test_section_8_says_what_greedy_and_beam_search_choose_in_the_tree():
-    claim(SOLUTION, "greedy takes `A` (0.5 beats 0.4) and then `C`, the best of three mediocre continuations: "
-                    "0.5 × 0.4 = 0.20. Beam search also keeps `B` alive after the first step, and `B` is followed "
-                    "by `C` with probability 0.9: 0.4 × 0.9 = 0.36, the likeliest output of the tree.")
+    claim(SOLUTION, "greedy takes `A` (0.5 beats 0.4) and then `C`, the best of three mediocre "
+                    "continuations: 0.5 × 0.4 = 0.20. Beam search also keeps `B` alive after the first step, "
+                    "and `B` is followed by `C` with probability 0.9: 0.4 × 0.9 = 0.36, the likeliest output "
+                    "of the tree.")
     values = solution_run(ASSIGNMENT)[1]
     prob, names = np.array(values["prob"]), values["table_names"]   # (max_len + 1, V, V): step, last, next
     A, B, C, end = (names.index(n) for n in ("A", "B", "C", "</s>"))
