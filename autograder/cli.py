@@ -9,6 +9,8 @@
     autograder regrade ASSIGNMENT                  grade a class again after the grader changed
     autograder export canvas|moodle --roster CSV   grades in the layout a school's gradebook imports
     autograder release-solutions ASSIGNMENT        the model solutions to the learners, once due
+    autograder hub setup|remove COURSE_FILE        a JupyterHub for the courses a file describes
+                                                   (users, exchange, formgraders; as root)
 """
 from __future__ import annotations
 
@@ -170,6 +172,23 @@ def _instructor_step(step):
         return 2
 
 
+def cmd_hub(args) -> int:
+    # lazy: the hub's set-up imports nbgrader (see above)
+    from autograder.hub.course_file import CourseFileError, load
+    from autograder.hub.setup import SetupError, remove, setup
+
+    try:
+        hub = load(args.course_file)
+        done = setup(hub, Path(args.course_file).resolve()) if args.action == "setup" else remove(hub)
+    except (CourseFileError, SetupError) as err:
+        print(f"autograder: {err}", file=sys.stderr)
+        return 2
+    print("\n".join(done))
+    if args.action == "setup":
+        print(f"Start the hub: cd {hub.root} && {Path(sys.executable).parent / 'jupyterhub'} -f jupyterhub_config.py")
+    return 0
+
+
 def _course_here() -> Path:
     """The nbgrader course directory to grade into: the working directory if it is one."""
     return Path.cwd() if Path("nbgrader_config.py").exists() else REPO
@@ -250,6 +269,12 @@ def main(argv=None) -> int:
                    help="release although learners may still hand it in")
     p.add_argument("--course", help="the nbgrader course directory (as for grade)")
     p.set_defaults(func=cmd_release_solutions)
+
+    p = sub.add_parser("hub", help="set up (or remove) a JupyterHub for the courses a course file "
+                       "describes: users, exchange, a formgrader per course (as root; docs/instructor.md)")
+    p.add_argument("action", choices=["setup", "remove"])
+    p.add_argument("course_file", help="the TOML file of the hub's courses (autograder/hub/course_file.py)")
+    p.set_defaults(func=cmd_hub)
 
     args = parser.parse_args(argv)
     quiet()

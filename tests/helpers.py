@@ -10,6 +10,7 @@ import pwd
 import re
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -293,6 +294,39 @@ def learner_without_root():
         yield Learner(user, account.pw_uid, home, python, clone)
     finally:
         subprocess.run(["userdel", "--remove", user], capture_output=True)
+
+
+# --- other Unix users running the course's Python ---------------------------------------------
+def _hidden_ancestor(path: Path) -> Path | None:
+    """The outermost folder, ``path`` itself included, that other users cannot enter (/root, or
+    the 0700 folder mktemp makes for a CI checkout, or holds it), if any."""
+    return next((p for p in (*reversed(path.parents), path) if not p.stat().st_mode & stat.S_IXOTH), None)
+
+
+def shown_to_all_users() -> list[str]:
+    """A command prefix (as root) under which every user can run the course's Python.
+
+    On a hub the Python installation, the environment and the checkout are readable by all
+    (docs/instructor.md). Where one lies in a folder closed to others (a pyenv under /root, a
+    checkout in a 0700 temporary folder), bubblewrap makes each such folder an empty tmpfs with
+    the entries on the way to those trees bound back, read-only (a closed folder that is itself
+    one of them is bound back entry by entry, since a bind keeps its mode); nothing else
+    changes. Empty where nothing is closed."""
+    needed = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), REPO.resolve()}
+    needed = {p for p in needed if not any(q in p.parents for q in needed)}  # outermost only
+    hidden = {p: _hidden_ancestor(p) for p in needed}
+    if not any(hidden.values()):
+        return []
+    args = ["bwrap", "--dev-bind", "/", "/"]
+    for folder in sorted({h for h in hidden.values() if h}):
+        args += ["--perms", "0755", "--tmpfs", str(folder)]
+    for path in sorted(p for p, h in hidden.items() if h):
+        # the entry of the closed folder on the way to ``path``: a deeper bind would make the
+        # folders between them anew, closed as the originals (bubblewrap copies their modes)
+        below = hidden[path] / path.relative_to(hidden[path]).parts[0] if path != hidden[path] else None
+        for shown in (sorted(path.iterdir()) if below is None else [below]):
+            args += ["--ro-bind", str(shown), str(shown)]
+    return [*args, "--"]
 
 
 # --- a Jupyter server and a browser, for the tests that drive them -----------------------------

@@ -177,7 +177,7 @@ def test_the_sandbox_stages_exactly_the_kernel_folder():
 SANDBOX, LEARNER, JUDGE, TRUSTED = "[sandbox]", "[learner's kernel]", "[trusted; also the check cell]", "[trusted]"
 # the side of every module in a folder of autograder (its __init__ included) ...
 SIDE_OF_FOLDER = {"kernel": SANDBOX, "judge": JUDGE, "exercises": JUDGE, "pipeline": TRUSTED,
-                  "classroom": TRUSTED}
+                  "classroom": TRUSTED, "hub": TRUSTED}
 # ... and of every module at the top, each chosen by reading it, and the folders' exceptions
 SIDE_OF_MODULE = {
     "autograder": LEARNER, "autograder.check_cell": LEARNER,

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from autograder.paths import SOLUTIONS
-from helpers import mutant
+from helpers import mutant, shown_to_all_users
 
 ASSIGNMENT, NOTEBOOK, COURSE_ID = "00_start_here", "start_here.ipynb", "transformers"
 SOLUTION = SOLUTIONS / ASSIGNMENT / NOTEBOOK
@@ -63,38 +63,12 @@ def site():
         shutil.rmtree(top, ignore_errors=True)
 
 
-def _hidden_ancestor(path: Path) -> Path | None:
-    """The outermost folder, ``path`` itself included, that other users cannot enter (/root, or
-    the 0700 folder mktemp makes for a CI checkout, or holds it), if any."""
-    return next((p for p in (*reversed(path.parents), path) if not p.stat().st_mode & stat.S_IXOTH), None)
-
-
-def _shown_to_learners() -> list[str]:
-    """bubblewrap arguments that let a learner's uid run the course's Python: each folder closed
-    to them on the way to the Python installation, the virtual environment or the checkout (its
-    editable install) becomes an empty tmpfs with just those trees bound back, read-only (a
-    closed folder that is itself one of them is bound back entry by entry, since a bind keeps
-    its mode)."""
-    needed = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), SOLUTIONS.parent.resolve()}
-    needed = {p for p in needed if not any(q in p.parents for q in needed)}  # outermost only
-    hidden = {p: _hidden_ancestor(p) for p in needed}
-    if not any(hidden.values()):
-        return []
-    args = ["bwrap", "--dev-bind", "/", "/"]
-    for folder in sorted({h for h in hidden.values() if h}):
-        args += ["--perms", "0755", "--tmpfs", str(folder)]
-    for path in sorted(p for p, h in hidden.items() if h):
-        for shown in (sorted(path.iterdir()) if path == hidden[path] else [path]):
-            args += ["--ro-bind", str(shown), str(shown)]
-    return [*args, "--"]
-
-
 def as_learner(name: str, home: Path, *args: str, exchange: Path) -> subprocess.CompletedProcess:
     """Run an nbgrader command as the learner would on a JupyterHub: their uid, their home."""
     cmd = [str(BIN / "nbgrader"), *args, f"--course={COURSE_ID}", f"--Exchange.root={exchange}"]
     if AS_USERS:
         user = pwd.getpwnam(name)
-        cmd = [*_shown_to_learners(), "setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
+        cmd = [*shown_to_all_users(), "setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
                "--init-groups", "--", *cmd]
     env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
     proc = subprocess.run(cmd, cwd=home, env=env, capture_output=True, text=True, timeout=120)
