@@ -196,15 +196,21 @@ class Person:
         """Open Nbgrader > Assignment List on a fresh Lab and choose ``course``; returns the panel."""
         page = self.page
         page.goto(f"{self.lab}/lab?reset")
+        page.locator(".jp-Launcher").wait_for()  # the reset layout is in place: it would close the panel
         page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
         page.locator(".lm-Menu-itemLabel", has_text="Assignment List").click()
         panel = page.locator("#assignments")
-        panel.locator("#course_list li a").first.wait_for(state="attached")
+        panel.locator("#course_list li a", has_text=re.compile(f"^{course}$")).wait_for(state="attached")
         if panel.locator("#course_list_default").inner_text().strip() != course:
             panel.locator("#course_list_dropdown").click()
-            panel.locator("#course_list li a", has_text=re.compile(f"^{course}$")).click()
-        page.wait_for_function("c => document.querySelector('#course_list_default').textContent.trim() == c",
-                               arg=course)
+            # the menu's item, clicked as the open menu would (it may still be closing or fading in)
+            panel.locator("#course_list li a", has_text=re.compile(f"^{course}$")).dispatch_event("click")
+        try:
+            page.wait_for_function("c => document.querySelector('#course_list_default')?.textContent.trim() == c",
+                                   arg=course)
+        except Exception:
+            self.shot("failed-course-choice")
+            raise
         return panel
 
     def courses(self) -> list[str]:
