@@ -135,10 +135,10 @@ def test_a_class_on_the_hub_in_a_browser(site, artifacts, tmp_path):
 
         # a comment written by hand in the formgrader, on the mistaken learner's backward pass
         teacher.formgrader(site.course, f"submissions/{_notebook_ids(site)[learners['mistake']]}")
-        comment = page.locator("textarea.comment").first
+        comment = page.locator("textarea.comment[placeholder]").first  # the placeholder: its view is up
         comment.fill(COMMENT)
         with page.expect_response(lambda r: "/formgrader/api/comment/" in r.url and r.request.method == "PUT"):
-            comment.press("Tab")  # formgrader saves a comment when the field changes and loses focus
+            comment.press("Tab")  # formgrader saves a comment on the field's change event, on leaving it
         teacher.shot("7-manual-comment")
 
         teacher.assignment_action(site.course, "generate-feedback")
