@@ -31,6 +31,7 @@ from hub_site import ASSIGNMENT, Person
 
 pytestmark = [
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed (.ci/run installs it)"),
+    pytest.mark.xdist_group("hub"),  # one hub for the folder, on one worker (pyproject's --dist)
 ]
 SOLUTION = SOLUTIONS / ASSIGNMENT / "attention.ipynb"
 MISTAKE = ("dS = A * (dA - np.sum(dA * A, axis=-1, keepdims=True))", "dS = A * dA")
