@@ -116,7 +116,7 @@ def lstm_cell_forward(x, h_prev, c_prev, W, b):
     """One LSTM step with the blocks stacked as in the CS182 slides: (i, f, o, c_tilde).
 
     x: (B, d_in), h_prev, c_prev: (B, H), W: (H + d_in, 4H) acting on [h_prev, x], b: (4H,).
-    i, f, o = sigmoid(.) gates in (0, 1); c_tilde = tanh(.) the candidate (the slides' C~_t);
+    i, f, o = sigmoid(.) gates in (0, 1); c_tilde = tanh(.) the candidate (the CS182 slides' C~_t);
     then c = f * c_prev + i * c_tilde (forget some history, add some new) and h = o * tanh(c).
     Returns (h, c, cache), h and c of shape (B, H).
     """

@@ -36,7 +36,7 @@ def verdicts():
 # needs a new review. A fix of the learner's own line (``autograder.kernel.repair``) needs none: it
 # is named when the line it quotes is the line the bug edited.
 REVIEWED = {
-    "floor division 2 * k // d_model (every frequency 1)": "a factor is missing",
+    "floor division 2 * i // d_model (every frequency 1)": "a factor is missing",
     "gamma and beta passed in the wrong order": "the arguments 2 and 3 of `layernorm_forward` are swapped",
     "the last token always dropped from the result": "a slice ends one place too early",
     "the worst candidates kept (ascending sort)": "a minus sign is missing",

@@ -28,6 +28,7 @@ import pytest
 from autograder.hub.hub_config import environment
 from helpers import CHROMIUM, SOLUTIONS, chromium, mutant, shown_to_all_users
 from hub_site import ASSIGNMENT, Person
+from test_hub_people_apart import AFTER_CLASS, refused
 
 pytestmark = [
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed (.ci/run installs it)"),
@@ -163,3 +164,7 @@ def test_a_class_on_the_hub_in_a_browser(site, artifacts, tmp_path):
             assert not any(name in text for name in others)
             if role == "mistake":
                 assert COMMENT in text and MISTAKE_NAME in text
+    # now that the class has made them: a learner of this course only is refused the exchange's
+    # folders, the other learners' work and the course secret (test_hub_people_apart.py: the rest)
+    attempts = {what: refused(site, learners["mistake"], command) for what, command in AFTER_CLASS.items()}
+    assert not {what: why for what, why in attempts.items() if why}, attempts
