@@ -24,6 +24,7 @@ import io
 import json
 import os
 import shutil
+import threading
 import time
 from dataclasses import asdict
 from functools import cached_property
@@ -39,7 +40,7 @@ def write_atomic(path: Path, data: bytes | str | Path) -> None:
     ``data``: what to write, or a file to copy (a megabyte at a time: a submission may be large).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    draft = path.with_name(f".{path.name}.{os.getpid()}.part")
+    draft = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.part")  # per thread
     with open(draft, "wb") as f:
         if isinstance(data, Path):
             with data.open("rb") as source:

@@ -41,8 +41,9 @@ def secret_key() -> bytes:
     path = secret_path()
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        draft = path.with_name(f".{path.name}.{os.getpid()}")
-        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        # one draft per caller: threads of one grader (its pool prepares submissions) race too
+        draft = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}")
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(os.urandom(32).hex().encode())
         try:

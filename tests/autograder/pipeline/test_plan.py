@@ -2,6 +2,8 @@
 import json
 import os
 import stat
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
@@ -32,6 +34,25 @@ def test_the_secret_is_made_once_readable_by_its_owner_only(tmp_path, monkeypatc
     key = plan.secret_key()
     assert len(key) >= 32 and stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert plan.secret_key() == key and not list(path.parent.glob(".secret.*"))  # no draft left
+
+
+def test_threads_that_make_the_secret_at_once_all_get_the_same_one(tmp_path, monkeypatch):
+    # a class's pool prepares submissions in threads; each one's first key may make the secret
+    # (CI failed once: two threads of one process shared a draft file and one unlinked it)
+    path = tmp_path / "secret"
+    monkeypatch.setenv(plan.SECRET_ENV, str(path))
+    start = threading.Barrier(8)
+
+    def make():
+        start.wait()
+        return plan.secret_key()
+
+    for _ in range(20):
+        path.unlink(missing_ok=True)
+        with ThreadPoolExecutor(8) as pool:
+            keys = list(pool.map(lambda _: make(), range(8)))
+        assert len(set(keys)) == 1 and keys[0] == path.read_bytes().strip()
+        assert not list(tmp_path.glob(".secret.*"))
 
 
 def test_the_cases_follow_the_code_and_the_secret_never_the_outputs(tmp_path, monkeypatch):
