@@ -461,7 +461,7 @@ N05 = [
 
 
         def learn_merges(words, counts, n_merges, first_id=259):
-            \"\"\"Learn BPE merges. Returns merges (n, 2) int, n <= n_merges.\"\"\"
+            \"\"\"Learn BPE merges. Returns merges (n_pairs, 2) int, n_pairs <= n_merges.\"\"\"
             words = [[int(t) for t in w] for w in words]
             merges = []
             for i in range(n_merges):
@@ -744,7 +744,7 @@ N07 = [
     _alt("flash.online_softmax", "not online: block maxima with np.maximum.accumulate, then each "
          "normaliser summed afresh over the prefix", """
         def online_softmax_stats(s, block_k):
-            \"\"\"Running maximum and normaliser of s (..., n), read in blocks of block_k entries.\"\"\"
+            \"\"\"Running maximum and normaliser of s (..., T_k), read in blocks of block_k entries.\"\"\"
             starts = range(0, s.shape[-1], block_k)
             block_max = np.stack([s[..., b:b + block_k].max(axis=-1) for b in starts], axis=-1)
             m = np.maximum.accumulate(block_max, axis=-1)
@@ -757,7 +757,7 @@ N07 = [
     _alt("flash.online_softmax", "online one entry at a time; the statistics recorded at the end "
          "of each block", """
         def online_softmax_stats(s, block_k):
-            \"\"\"Running maximum and normaliser of s (..., n), read in blocks of block_k entries.\"\"\"
+            \"\"\"Running maximum and normaliser of s (..., T_k), read in blocks of block_k entries.\"\"\"
             n = s.shape[-1]
             m, l = np.full(s.shape[:-1], -np.inf), np.zeros(s.shape[:-1])
             ms, ls = [], []

@@ -69,7 +69,7 @@ def _as_merges(pairs):
 
 
 def learn_merges(words, counts, n_merges, first_id=FIRST_MERGE_ID):
-    """words: list of 1-D int arrays (distinct chunks), counts (len(words),) -> merges (n, 2).
+    """words: list of 1-D int arrays (distinct chunks), counts (len(words),) -> merges (n_pairs, 2).
 
     The most frequent adjacent pair (each chunk weighted by its count; 'aaa' holds (a, a)
     twice), ties to the smallest pair, is merged left to right into id first_id + i; stops
@@ -137,7 +137,7 @@ def _encode_cases(rng, hidden):
 
 
 def bpe_encode(ids, merges, first_id=FIRST_MERGE_ID):
-    """ids (L,) int, merges (n, 2) -> ids (L',): merge 0 everywhere (left to right), then
+    """ids (L,) int, merges (n_pairs, 2) -> ids (L',): merge 0 everywhere (left to right), then
     merge 1, ..., as ``BPETokenizer.encode_chunk`` does."""
     word = tuple(int(t) for t in ids)
     for i, pair in enumerate(map(tuple, merges.tolist())):
@@ -809,7 +809,7 @@ EXERCISES = [
     Exercise(
         id="encdec.bpe_merges",
         function="learn_merges",
-        signature="learn_merges(words, counts, n_merges, first_id=259) -> merges (n, 2) int",
+        signature="learn_merges(words, counts, n_merges, first_id=259) -> merges (n_pairs, 2) int",
         cases=_merge_cases,
         reference=learn_merges,
         points=2,

@@ -8,7 +8,7 @@ modelled by three tiled implementations below (``running_stats``, ``tiled_forwar
 shares every other line with the right algorithm. With no switch set they equal the
 references (``tests/autograder/exercises/test_flash_exercises.py`` checks).
 
-Shapes (course glossary, row form): s (..., n); Q (..., T_q, d_k), K (..., T_k, d_k),
+Shapes (course glossary, row form): s (..., T_k); Q (..., T_q, d_k), K (..., T_k, d_k),
 V (..., T_k, d_v); out and dout (..., T_q, d_v); lse (..., T_q). Causal attention uses
 ``causal_mask``'s alignment: query i sits at position i + T_k - T_q.
 """
@@ -44,7 +44,7 @@ def _any_of(*models):
 # ============================================================================ online softmax
 def running_stats(s, block_k, *, rescale=1, old_max=False, block_max=False, guard=True,
                   subtract_max=True, drop_last=False):
-    """The running maximum m and normaliser l of s (..., n) read in blocks of ``block_k``,
+    """The running maximum m and normaliser l of s (..., T_k) read in blocks of ``block_k``,
     after every block: m, l (..., n_blocks). The last column is the whole row's.
 
     Per block: m' = max(m, max(block)); l' = exp(m - m') l + sum_j exp(s_j - m'). The

@@ -48,7 +48,7 @@ class FlashCache(NamedTuple):
 
 
 def online_softmax_stats(s, block_size):
-    """Running maximum and normaliser of ``s`` (..., n) read in blocks of ``block_size``.
+    """Running maximum and normaliser of ``s`` (..., T_k) read in blocks of ``block_size``.
 
     Returns m (...) = max_j s_j and l (...) = sum_j exp(s_j - m), computed in one pass.
     A row that is -inf everywhere gives m = -inf and l = 0.

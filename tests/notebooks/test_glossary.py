@@ -221,9 +221,11 @@ def test_a_symbol_that_the_glossary_gives_to_some_notebooks_stays_in_them():
             used = set(re.findall(r"`([A-Za-z]\w*)`", text))
             for m in MATH.finditer(text):
                 math = m.group(1) or m.group(2)
+                math = re.sub(r"([a-z])_(?:\\(?:text|mathrm))?\{([a-z]{2,})\}", r"\1\2", math)  # n_{layers}: a name
                 greek = set(GREEK.findall(math))                   # \tau is tau, \Delta delta
                 used |= _math_symbols(math, "a-z") | {s for s in scopes if letters[s] & greek}
         else:
+            text = re.sub(r"\\[a-z]|\{[^{}]*\}", " ", text)  # not escapes ("\\n"), nor f-string fields
             used = set(re.findall(r"(?<![\w.'])([A-Za-z]\w*)(?![\w'(\[])", text))
         wrong |= {f"{where}: {s}" for s in used & scopes.keys() if where[:2] not in scopes[s]}
     assert sorted(wrong) == []
@@ -280,4 +282,30 @@ def test_a_vector_of_the_glossary_is_never_an_index():
                     letters = set(re.findall(r"(?<![A-Za-z])[a-z](?![A-Za-z])", s)) & vectors
                     if letters and (not re.fullmatch(ROLES, s) or indices):
                         wrong.add(f"{where}: {base}_{s}")
+    assert sorted(wrong) == []
+
+
+def test_the_lstm_gates_keep_their_letters_to_notebook_01():
+    """$i$, $f$, $o$ are the LSTM's gates in notebook 01 only (a row in math form: a machine
+    cannot tell an index $i$ from a gate by its shape): no other text calls a letter a gate,
+    and notebook 01 uses the three letters only in its LSTM section (its die roll once
+    counted faces with $i$)."""
+    own = {"course_lib/rnn.py", "autograder/exercises/lm.py"}
+    letter = re.compile(r"(?<![\w\\.'])([ifo])(?![\w'\"(])")  # not f"..."
+    gate = re.compile(r"\bgates?\b")
+    wrong = set()
+    section = None
+    for where, text, is_markdown in _texts():
+        text = _outside_glossary(text)
+        if where.startswith("01_"):
+            heading = re.search(r"^## (\d+)\.", text, re.M)
+            section = heading.group(1) if is_markdown and heading else section
+            if section == "8":
+                continue
+            pieces = ([m.group(1) or m.group(2) for m in MATH.finditer(text)]
+                      + re.findall(r"`([^`]+)`", text)) if is_markdown else [text]
+            wrong |= {f"{where}: {p.strip()[:40]}" for p in pieces
+                      if letter.search(re.sub(r"[\^_](?:\{[^}]*\}|\\?\w)", " ", p))}
+        elif where not in own and gate.search(text) and letter.search(text):
+            wrong.add(f"{where}: a gate named by a letter")
     assert sorted(wrong) == []
