@@ -6,7 +6,8 @@ formgrader as a hub-managed service named after the course; the hub group
 ``formgrade-<course>`` (the course's instructors and its grader account) may open that
 service and no other, ``nbgrader-<course>`` holds its learners. nbgrader's
 ``JupyterHubAuthPlugin`` reads these groups to show each person the courses they are in, and
-``Exchange.path_includes_course`` gives every course a folder of its own in the exchange.
+``Exchange.path_includes_course`` gives every course a folder of its own in the exchange;
+``exchange.PrivateSubmit`` keeps each submission there from every learner but its author.
 
 Everyone's server is spawned by ``LocalProcessSpawner`` as their own Unix user, from the
 course's Python environment (the one that runs ``autograder hub setup``).
@@ -68,6 +69,8 @@ c = get_config()  # noqa: F821 (nbgrader provides it)
 c.Exchange.root = {str(hub.exchange)!r}
 c.Exchange.path_includes_course = True  # <exchange>/<course>/..., <home>/<course>/<assignment>
 c.Authenticator.plugin_class = JupyterHubAuthPlugin  # courses from the groups nbgrader-<course>
+# a submission readable by its learner and the course's graders only (autograder/hub/exchange.py)
+c.ExchangeFactory.submit = "autograder.hub.exchange.PrivateSubmit"
 '''
 
 

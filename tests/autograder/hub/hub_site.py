@@ -1,15 +1,21 @@
-"""A real JupyterHub for the hub tests, brought up by the commands docs/instructor.md gives.
+"""A real JupyterHub for the hub tests, brought up by the commands docs/instructor.md gives,
+and what both test files do on it.
 
 ``running_hub`` writes a course file (two courses; three learners, one of them in both; one
 instructor per course), runs the documented commands (``autograder hub setup``, then
 ``jupyterhub -f``), waits until the hub answers, and on the way out stops everything it
 started and runs ``autograder hub remove`` (users, homes, folders), even when a test failed.
 Every account name carries this process's id, so two runs on one machine never share one.
+
+``Person`` is someone's browser tab on the hub. ``refused`` and ``missed`` try a learner's
+attacks from their terminal; ``AFTER_CLASS`` and ``GUESSES`` are those that need what a class
+leaves behind (test_hub_class.py tries them at its end; test_hub_people_apart.py the rest).
 """
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -138,7 +144,9 @@ def running_hub():
         done = subprocess.run(_here(setup, course_file, hub), shell=True, cwd=REPO, capture_output=True,
                               text=True, timeout=300)
         assert done.returncode == 0, done.stdout + done.stderr
-        with site.log.open("w") as log:
+        # root's alone: every learner's server writes into it, and nbgrader's submit names the
+        # submission's folder in the exchange there (docs/instructor.md: keep the hub's log private)
+        with open(os.open(site.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as log:
             proc = subprocess.Popen([*shown_to_all_users(), "bash", "-c", _here(start, course_file, hub)],
                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         if not _answers(f"{site.url}/hub/api/", proc, 240):
@@ -258,3 +266,77 @@ class Person:
         assert dialog.get_attribute("id") == "success-modal", message
         dialog.locator(".modal-footer button").first.click()
         dialog.wait_for(state="detached")
+
+
+# --- a learner's attacks from their terminal (the attacker takes the first course only; the
+# victim, both) ---
+
+# what exists only once a class has gone (nbgrader makes the exchange's folders as it releases,
+# collects and returns feedback; the first grading makes the secret; a submission names its
+# folder in the servers' log): test_hub_class.py tries these at its end, with ``refused``
+AFTER_CLASS = {
+    "another learner's notebook": "cat {victim_home}/{course}/{assignment}/attention.ipynb",
+    "the exchange's inbound folder (everyone's submissions)": "ls {inbound}",
+    "the released feedback folder": "ls {exchange}/{course}/feedback",
+    "the course secret": "cat {course_dir}/.autograder/secret",
+    "a file planted in the course's release": "touch {exchange}/{course}/outbound/{assignment}/planted.ipynb",
+    "another learner's submission, by its whole name": "cat {submission}/attention.ipynb",
+    "the secret that names another learner's feedback, by its whole name": "cat {submission}/submission_secret.txt",
+    "another learner's submission removed, by its whole name": "rm -f {submission}/attention.ipynb",
+}
+# what a learner who knows the victim's login, the assignment and the very time of their
+# submission tries, not knowing the 12 random characters that end its folder's name
+# (nbgrader/exchange/default/submit.py): tried at the end of test_hub_class.py, with ``missed``
+GUESSES = {
+    "another learner's submission, by its name less the random part": "cat {stem}/attention.ipynb",
+    "another learner's submission, by a glob over the random part": "cat {stem}*/attention.ipynb",
+    "another learner's submission, by a glob over the time": "cat {inbound}/{victim}+{assignment}+*/attention.ipynb",
+    "another learner's submission, found by find": "find {inbound} -name {victim}'+*'",
+}
+
+
+def placeholders(site: Site) -> dict[str, str]:
+    """The values of the attempts' {placeholders}, quoted for ``sh`` (nbgrader's folder names
+    hold spaces), except where a template adds a glob's ``*``."""
+    victim = site.learners["honest"]
+    inbound = site.hub.exchange / site.course / "inbound"
+    found = sorted(inbound.glob(f"{victim}+{ASSIGNMENT}+*"))  # as root, who may list it
+    submission = str(found[-1] if found else inbound / f"{victim}+{ASSIGNMENT}+(not submitted)")
+    values = {"victim_home": site.home(victim), "victim": victim, "course": site.course, "assignment": ASSIGNMENT,
+              "exchange": site.hub.exchange, "inbound": inbound, "course_dir": site.course_dir(),
+              "root": site.hub.root, "log": site.log, "submission": submission}
+    return {k: shlex.quote(str(v)) for k, v in values.items()} | {"stem": shlex.quote(submission.rsplit("+", 1)[0])}
+
+
+def _as_learner(name: str, command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["runuser", "-u", name, "--", "sh", "-c", command], capture_output=True, text=True,
+                          timeout=60)
+
+
+def refused(site: Site, name: str, command: str) -> str | None:
+    """None if the learner ``name`` is refused ``command`` (a template of the attempts) for want
+    of permission; else what happened. A target that is not there is not a refusal."""
+    command = command.format(**placeholders(site))
+    target = Path(shlex.split(command)[-1])
+    there = target.parent if command.startswith("touch") else target
+    if not there.exists():
+        return f"{there} is not there, so {command!r} proves nothing"
+    tried = _as_learner(name, command)
+    if tried.returncode != 0 and "Permission denied" in tried.stderr:
+        return None
+    return f"{command!r}: exit {tried.returncode}, {tried.stdout!r} {tried.stderr!r}"
+
+
+def missed(site: Site, name: str, command: str) -> str | None:
+    """None if ``command`` (a template of GUESSES), run by the learner ``name`` while the
+    victim's submission is there, fails and shows nothing of it; else what happened."""
+    values = placeholders(site)
+    submission = Path(shlex.split(values["submission"])[0])
+    if not (submission / "attention.ipynb").exists():
+        return f"{submission} has no attention.ipynb, so guessing at it proves nothing"
+    command = command.format(**values)
+    tried = _as_learner(name, command)
+    errors = ("Permission denied", "No such file or directory")
+    if tried.returncode != 0 and any(e in tried.stderr for e in errors) and submission.name not in tried.stdout:
+        return None
+    return f"{command!r}: exit {tried.returncode}, {tried.stdout[:300]!r} {tried.stderr!r}"

@@ -27,13 +27,10 @@ import pytest
 
 from autograder.hub.hub_config import environment
 from helpers import CHROMIUM, SOLUTIONS, chromium, mutant, shown_to_all_users
-from hub_site import ASSIGNMENT, Person
-from test_hub_people_apart import AFTER_CLASS, refused
+from hub_site import AFTER_CLASS, ASSIGNMENT, GUESSES, Person, missed, refused
 
-pytestmark = [
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed (.ci/run installs it)"),
-    pytest.mark.xdist_group("hub"),  # one hub for the folder, on one worker (pyproject's --dist)
-]
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                reason="Debian's chromium is not installed (.ci/run installs it)")
 SOLUTION = SOLUTIONS / ASSIGNMENT / "attention.ipynb"
 MISTAKE = ("dS = A * (dA - np.sum(dA * A, axis=-1, keepdims=True))", "dS = A * dA")
 MISTAKE_NAME = "softmax backward missing the sum term"
@@ -165,6 +162,8 @@ def test_a_class_on_the_hub_in_a_browser(site, artifacts, tmp_path):
             if role == "mistake":
                 assert COMMENT in text and MISTAKE_NAME in text
     # now that the class has made them: a learner of this course only is refused the exchange's
-    # folders, the other learners' work and the course secret (test_hub_people_apart.py: the rest)
+    # folders, the other learners' work and submissions and the course secret, and cannot guess
+    # their way to a submission (test_hub_people_apart.py: the rest)
     attempts = {what: refused(site, learners["mistake"], command) for what, command in AFTER_CLASS.items()}
+    attempts |= {what: missed(site, learners["mistake"], command) for what, command in GUESSES.items()}
     assert not {what: why for what, why in attempts.items() if why}, attempts

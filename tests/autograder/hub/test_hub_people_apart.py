@@ -9,7 +9,6 @@ the learner who takes only the first course; the victim, the learner who takes b
 from __future__ import annotations
 
 import json
-import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -17,31 +16,22 @@ from pathlib import Path
 import psutil
 import pytest
 
-from hub_site import ASSIGNMENT, Person
+from hub_site import Person, refused
 from helpers import CHROMIUM, chromium
 
-pytestmark = [pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                 reason="Debian's chromium is not installed (.ci/run installs it)"),
-              pytest.mark.xdist_group("hub")]  # the hub test_hub_class.py uses too
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                reason="Debian's chromium is not installed (.ci/run installs it)")
 
-# what the attacker tries to read, list or write: (name, command with {placeholders})
+# what the attacker tries to read or list on a hub where no class has gone yet (the rest:
+# hub_site.AFTER_CLASS and GUESSES, tried at the end of test_hub_class.py)
 FILES = {
     "another learner's home": "ls {victim_home}",
-    "another learner's notebook": "cat {victim_home}/{course}/{assignment}/attention.ipynb",
-    "the exchange's inbound folder (everyone's submissions)": "ls {exchange}/{course}/inbound",
-    "the released feedback folder": "ls {exchange}/{course}/feedback",
     "the course directory": "ls {course_dir}",
-    "the course secret": "cat {course_dir}/.autograder/secret",
     "the gradebook": "cat {course_dir}/gradebook.db",
     "the hub's configuration (its password)": "cat {root}/jupyterhub_config.py",
     "the hub's database": "cat {root}/state/jupyterhub.sqlite",
-    "a file planted in the course's release": "touch {exchange}/{course}/outbound/{assignment}/planted.ipynb",
+    "the hub's log (it names every submission's folder)": "cat {log}",
 }
-
-
-def _placeholders(site) -> dict[str, str]:
-    return {"victim_home": site.home(site.learners["honest"]), "course": site.course, "assignment": ASSIGNMENT,
-            "exchange": site.hub.exchange, "course_dir": site.course_dir(), "root": site.hub.root}
 
 
 @pytest.fixture(scope="module")
@@ -53,29 +43,6 @@ def attacker(site, artifacts):
     (server,) = [p for p in psutil.process_iter(["username", "cmdline"])
                  if p.info["username"] == name and any("jupyterhub-singleuser" in a for a in p.info["cmdline"] or [])]
     return name, server.environ()["JUPYTERHUB_API_TOKEN"]
-
-
-# what exists only once a class has gone (nbgrader makes the exchange's folders as it releases,
-# collects and returns feedback; the first grading makes the secret): test_hub_class.py tries
-# these at its end, on its own hub, with ``refused``
-AFTER_CLASS = {what: FILES.pop(what) for what in (
-    "another learner's notebook", "the exchange's inbound folder (everyone's submissions)",
-    "the released feedback folder", "the course secret", "a file planted in the course's release")}
-
-
-def refused(site, name: str, command: str) -> str | None:
-    """None if the learner ``name`` is refused ``command`` (a template of FILES) for want of
-    permission; else what happened. A target that is not there is not a refusal."""
-    command = command.format(**_placeholders(site))
-    target = Path(command.split()[-1])
-    there = target.parent if command.startswith("touch") else target
-    if not there.exists():
-        return f"{there} is not there, so {command!r} proves nothing"
-    tried = subprocess.run(["runuser", "-u", name, "--", "sh", "-c", command], capture_output=True, text=True,
-                           timeout=60)
-    if tried.returncode != 0 and "Permission denied" in tried.stderr:
-        return None
-    return f"{command!r}: exit {tried.returncode}, {tried.stdout!r} {tried.stderr!r}"
 
 
 @pytest.mark.parametrize("what", FILES)
