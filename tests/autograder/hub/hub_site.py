@@ -324,7 +324,7 @@ def refused(site: Site, name: str, command: str) -> str | None:
     tried = _as_learner(name, command)
     if tried.returncode != 0 and "Permission denied" in tried.stderr:
         return None
-    return f"{command!r}: exit {tried.returncode}, {tried.stdout!r} {tried.stderr!r}"
+    return f"{command!r}: exit {tried.returncode}, {tried.stdout[:300]!r} {tried.stderr!r}"
 
 
 def missed(site: Site, name: str, command: str) -> str | None:
