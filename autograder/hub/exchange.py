@@ -20,7 +20,7 @@ from pathlib import Path
 from nbgrader.exchange.default.submit import ExchangeSubmit
 
 FOLDER_MODE = 0o770   # the learner and the course's graders (who collect it, and may remove it)
-FILE_MODE = 0o640     # read by the graders, changed by no one but the learner
+FILE_MODE = 0o640     # the learner writes, the graders read, no one else either
 
 
 class PrivateSubmit(ExchangeSubmit):
