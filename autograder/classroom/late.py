@@ -22,11 +22,18 @@ Both plug into nbgrader where it expects them (``config.py`` sets them for every
   submission is a time the submission as collected cannot predate; where the learner's
   stamp is earlier than it by more than ``tolerance`` seconds (clock skew, a slow copy), the
   collected ``timestamp.txt`` says the trusted time instead, and the log says whose.
+
+  And a folder's name says whose submission it is, but any learner can make a folder in
+  ``inbound/`` named for another (nbgrader's collect only warns, "cheating attempt?", and
+  collects it as the named learner's newest submission). Here a folder owned by neither the
+  named learner's account nor the collecting grader is never collected: that learner's newest
+  folder of their own is, and the log names both accounts.
 """
 from __future__ import annotations
 
 import math
 import os
+import pwd
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -81,10 +88,40 @@ def stamp(when: datetime) -> str:
 
 
 class TrustedCollect(ExchangeCollect):
-    """nbgrader's collect; a ``timestamp.txt`` earlier than the files it came with is corrected."""
+    """nbgrader's collect; a ``timestamp.txt`` earlier than the files it came with is corrected,
+    and a folder made by another learner than the one it names is not collected."""
 
     tolerance = Float(120.0, help="Seconds a learner's timestamp may precede the time their "
                       "files last changed before it is replaced by that time.").tag(config=True)
+
+    def _path_to_record(self, path):
+        record = super()._path_to_record(path)
+        record["forger"] = self._forger(record)
+        if record["forger"]:
+            self.log.error("%s: named for %s but made by %s; not collected",
+                           record["filename"], record["username"], record["forger"])
+        return record
+
+    def _sort_by_timestamp(self, records):
+        # a learner's own folders first, newest first, so that nbgrader's pick of one learner's
+        # newest (its [0]) is a forged folder only where that learner has none of their own
+        return sorted(super()._sort_by_timestamp(records), key=lambda r: bool(r["forger"]))
+
+    def init_src(self):
+        super().init_src()
+        self.src_records = [r for r in self.src_records if not r["forger"]]
+
+    def _forger(self, record) -> str | None:
+        """The account that made ``record``'s folder, where that is neither the learner it is
+        named for nor the grader collecting it (None: the folder is trusted)."""
+        uid = os.stat(Path(self.inbound_path) / record["filename"]).st_uid
+        if uid == os.geteuid():
+            return None
+        try:
+            owner = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            return f"uid {uid}"
+        return None if owner == record["username"] else owner
 
     def do_copy(self, src, dest, log=None):
         super().do_copy(src, dest, log)

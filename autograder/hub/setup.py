@@ -61,6 +61,9 @@ def setup(hub: Hub, source: Path) -> list[str]:
     _folder(hub.exchange, 0o1777)
     for course in hub.courses:
         _folder(hub.exchange / course.id, 0o755, owner=course.grader)
+        # nbgrader's release would make inbound 2733 (learners write, the graders' group is
+        # inherited); sticky as well, so that no learner renames or removes another's folder
+        _folder(hub.exchange / course.id / "inbound", 0o3733, owner=course.grader)
         done.append(f"course {course.id}: {_course_directory(course, course_directory(hub, course))}")
     _write(hub.root / "jupyterhub_config.py", jupyterhub_config(hub, source), 0o600)
     done.append(f"wrote {hub.root / 'jupyterhub_config.py'}")
@@ -129,10 +132,10 @@ def _gradebook(course: Course, root: Path) -> None:
 
 def _folder(path: Path, mode: int, owner: str | None = None) -> None:
     path.mkdir(parents=True, exist_ok=True)
-    path.chmod(mode)
     if owner:
         account = pwd.getpwnam(owner)
         os.chown(path, account.pw_uid, account.pw_gid)
+    path.chmod(mode)  # after chown, which may clear the set-group-id bit
 
 
 def _write(path: Path, text: str, mode: int) -> None:

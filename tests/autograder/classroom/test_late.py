@@ -8,6 +8,7 @@ collected. (Penalties in a graded class: ``test_regrade.py``.)
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
@@ -18,7 +19,7 @@ from nbgrader.preprocessors import AssignLatePenalties
 from nbgrader.utils import parse_utc
 
 from autograder.classroom.journal import course_config
-from autograder.classroom.late import DAY, LatePolicy
+from autograder.classroom.late import DAY, LatePolicy, stamp
 from autograder.pipeline.course import new_course
 
 BIN = Path(sys.executable).parent
@@ -96,3 +97,37 @@ def test_a_backdated_timestamp_in_the_exchange_is_collected_with_the_files_time(
     said = parse_utc(collected.read_text())
     assert before - timedelta(seconds=2) <= said <= datetime.now(timezone.utc).replace(tzinfo=None), said
     assert "files last changed" in log.stdout + log.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a folder another account owns needs root")
+def test_a_folder_in_the_exchange_named_for_another_learner_is_not_collected(tmp_path):
+    """Any learner may make a folder in ``inbound/``, named as they like: a newer one named
+    for a classmate (made by an account that is neither, here uid 60123) would be collected
+    as the classmate's newest submission. It is left, and the classmate's own is collected;
+    a forged folder for a learner who handed in nothing gives that learner nothing."""
+    course, home = tmp_path / "course", tmp_path / "home"
+    course.mkdir()
+    home.mkdir()
+    new_course(course)
+    with open(course / "nbgrader_config.py", "a") as f:
+        f.write(f"get_config().Exchange.root = {str(course / 'exchange')!r}\n")
+    nbgrader(course, "generate_assignment", ASSIGNMENT)
+    nbgrader(course, "release_assignment", ASSIGNMENT)
+    nbgrader(course, "fetch_assignment", ASSIGNMENT, home=home)
+    nbgrader(course, "submit", ASSIGNMENT, home=home)
+    inbound = course / "exchange" / "transformers" / "inbound"
+    (own,) = inbound.iterdir()
+    learner = own.name.split("+")[0]
+    later = stamp(datetime.now(timezone.utc) + timedelta(hours=1))
+    for name in (learner, "eve"):
+        forged = inbound / f"{name}+{ASSIGNMENT}+{later}+forged123456"
+        shutil.copytree(own, forged)
+        (forged / "timestamp.txt").write_text(later)
+        for path in (forged, *forged.rglob("*")):
+            os.chown(path, 60123, 60123)
+    log = nbgrader(course, "collect", ASSIGNMENT)
+    said = log.stdout + log.stderr
+    assert sorted(p.name for p in (course / "submitted").iterdir()) == [learner], said
+    collected = course / "submitted" / learner / ASSIGNMENT / "timestamp.txt"
+    assert collected.read_text() == (own / "timestamp.txt").read_text()
+    assert said.count("made by uid 60123; not collected") == 2, said

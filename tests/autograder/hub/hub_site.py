@@ -283,6 +283,8 @@ AFTER_CLASS = {
     "another learner's submission, by its whole name": "cat {submission}/attention.ipynb",
     "the secret that names another learner's feedback, by its whole name": "cat {submission}/submission_secret.txt",
     "another learner's submission removed, by its whole name": "rm -f {submission}/attention.ipynb",
+    # inbound is sticky (autograder hub setup): no learner renames or removes another's folder
+    "another learner's submission renamed, by its whole name": "mv -T {submission} {submission}.moved",
 }
 # what a learner who knows the victim's login, the assignment and the very time of their
 # submission tries, not knowing the 12 random characters that end its folder's name
@@ -313,16 +315,19 @@ def _as_learner(name: str, command: str) -> subprocess.CompletedProcess:
                           timeout=60)
 
 
+REFUSALS = ("Permission denied", "Operation not permitted")  # EACCES; EPERM: a sticky folder
+
+
 def refused(site: Site, name: str, command: str) -> str | None:
     """None if the learner ``name`` is refused ``command`` (a template of the attempts) for want
     of permission; else what happened. A target that is not there is not a refusal."""
     command = command.format(**placeholders(site))
     target = Path(shlex.split(command)[-1])
-    there = target.parent if command.startswith("touch") else target
+    there = target.parent if command.startswith(("touch", "mv")) else target
     if not there.exists():
         return f"{there} is not there, so {command!r} proves nothing"
     tried = _as_learner(name, command)
-    if tried.returncode != 0 and "Permission denied" in tried.stderr:
+    if tried.returncode != 0 and any(e in tried.stderr for e in REFUSALS):
         return None
     return f"{command!r}: exit {tried.returncode}, {tried.stdout[:300]!r} {tried.stderr!r}"
 
