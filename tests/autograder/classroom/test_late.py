@@ -68,10 +68,10 @@ def nbgrader(course: Path, *args: str, home: Path | None = None) -> subprocess.C
     return proc
 
 
-def test_a_backdated_timestamp_in_the_exchange_is_collected_with_the_files_time(tmp_path):
-    """A learner hands in, is collected; hands in again and sets that submission's
-    ``timestamp.txt`` back a year in the exchange (their own file there). The first is
-    collected with its own stamp; the second with the time its files last changed."""
+def _handed_in(tmp_path):
+    """A course with a local exchange, its assignment released, fetched and submitted once by
+    a learner (this process's account, with a home of its own): (course, home, the
+    submission's folder in the exchange's inbound/)."""
     course, home = tmp_path / "course", tmp_path / "home"
     course.mkdir()
     home.mkdir()
@@ -81,9 +81,16 @@ def test_a_backdated_timestamp_in_the_exchange_is_collected_with_the_files_time(
     nbgrader(course, "generate_assignment", ASSIGNMENT)
     nbgrader(course, "release_assignment", ASSIGNMENT)
     nbgrader(course, "fetch_assignment", ASSIGNMENT, home=home)
-
     nbgrader(course, "submit", ASSIGNMENT, home=home)
-    (first,) = (course / "exchange" / "transformers" / "inbound").iterdir()
+    (submission,) = (course / "exchange" / "transformers" / "inbound").iterdir()
+    return course, home, submission
+
+
+def test_a_backdated_timestamp_in_the_exchange_is_collected_with_the_files_time(tmp_path):
+    """A learner hands in, is collected; hands in again and sets that submission's
+    ``timestamp.txt`` back a year in the exchange (their own file there). The first is
+    collected with its own stamp; the second with the time its files last changed."""
+    course, home, first = _handed_in(tmp_path)
     nbgrader(course, "collect", ASSIGNMENT)
     (student,) = (course / "submitted").iterdir()
     collected = student / ASSIGNMENT / "timestamp.txt"
@@ -105,18 +112,8 @@ def test_a_folder_in_the_exchange_named_for_another_learner_is_not_collected(tmp
     for a classmate (made by an account that is neither, here uid 60123) would be collected
     as the classmate's newest submission. It is left, and the classmate's own is collected;
     a forged folder for a learner who handed in nothing gives that learner nothing."""
-    course, home = tmp_path / "course", tmp_path / "home"
-    course.mkdir()
-    home.mkdir()
-    new_course(course)
-    with open(course / "nbgrader_config.py", "a") as f:
-        f.write(f"get_config().Exchange.root = {str(course / 'exchange')!r}\n")
-    nbgrader(course, "generate_assignment", ASSIGNMENT)
-    nbgrader(course, "release_assignment", ASSIGNMENT)
-    nbgrader(course, "fetch_assignment", ASSIGNMENT, home=home)
-    nbgrader(course, "submit", ASSIGNMENT, home=home)
-    inbound = course / "exchange" / "transformers" / "inbound"
-    (own,) = inbound.iterdir()
+    course, _, own = _handed_in(tmp_path)
+    inbound = own.parent
     learner = own.name.split("+")[0]
     later = stamp(datetime.now(timezone.utc) + timedelta(hours=1))
     for name in (learner, "eve"):
