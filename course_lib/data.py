@@ -8,7 +8,9 @@ install, so we only download and unpack its sdist). Set-up runs, once, with netw
 
     python -m course_lib.data
 
-and afterwards nothing needs the network. The cache lives in ``$COURSE_DATA_DIR`` or, by
+and afterwards nothing needs the network. The same command then builds the course's compiled
+FlashAttention kernel for the CPU (``course_lib.flash.compiled``; offline, about a minute), or
+says why it cannot, in which case the course runs the torch tiles instead. The cache lives in ``$COURSE_DATA_DIR`` or, by
 default, ``~/.cache/transformer-course/``.
 """
 from __future__ import annotations
@@ -204,6 +206,8 @@ def main(argv=None) -> None:
     parser.add_argument("--force", action="store_true", help="rebuild even if cached")
     args = parser.parse_args(argv)
     setup(args.sdist, force=args.force)
+    from course_lib.flash import compiled  # torch: only at set-up
+    compiled.main()  # builds notebook 07's compiled attention kernel, or says why it cannot
 
 
 if __name__ == "__main__":

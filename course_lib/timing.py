@@ -7,8 +7,9 @@ dict per size, for the notebooks' plots and the scripts in ``benchmarks/``:
     backward_timings(seq_lens, ...)    notebook 02: the hand-derived attention backward
                                        against torch autograd
     cache_timings(model, lengths, ...) notebook 06: generation with and without the KV cache
-    cpu_timings(seq_lens, ...)         notebook 07: textbook, autograd, tiled (FlashAttention)
-                                       and PyTorch's SDPA, forward + backward, with peak memory
+    cpu_timings(seq_lens, ...)         notebook 07: textbook, autograd, tiled (FlashAttention),
+                                       compiled (the tiles in C++) and PyTorch's SDPA, forward +
+                                       backward, with peak memory
     peak_memory(fn) -> bytes           the most CPU memory that tensors made by ``fn()`` hold
 
 Above the modules it measures: they never import this one. In full mode a progress bar counts
@@ -25,6 +26,7 @@ import torch
 from torch.nn import functional as F
 
 from course_lib.attention import attention_autograd_torch, attention_torch, causal_mask
+from course_lib.flash.compiled import compiled_attention
 from course_lib.flash.cpu import tiled_attention
 from course_lib.generate import sample
 from course_lib.runmode import progress
@@ -130,11 +132,12 @@ def peak_memory(fn) -> int:
 
 
 def _paths(causal, T):
-    """The four attention paths as fn(q, k, v) -> out, causal or not."""
+    """The five attention paths as fn(q, k, v) -> out, causal or not."""
     mask = torch.from_numpy(causal_mask(T)) if causal else None
     return {"textbook": lambda q, k, v: attention_torch(q, k, v, mask)[0],
             "autograd": lambda q, k, v: attention_autograd_torch(q, k, v, mask)[0],
             "tiled": lambda q, k, v: tiled_attention(q, k, v, causal),
+            "compiled": lambda q, k, v: compiled_attention(q, k, v, causal),
             "sdpa": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)}
 
 
@@ -143,10 +146,12 @@ def _forward_backward(fn, q, k, v):
 
 
 def cpu_timings(seq_lens, batch_heads=8, d_k=64, causal=True, repeats=3, dtype=torch.float32):
-    """Forward + backward time and peak memory of four attention paths on the CPU, per T.
+    """Forward + backward time and peak memory of five attention paths on the CPU, per T.
 
     "textbook" (``attention_torch``: hand-derived backward, T x T weights kept), "autograd"
-    (the same forward, torch autograd), "tiled" (``cpu.tiled_attention``) and "sdpa"
+    (the same forward, torch autograd), "tiled" (``cpu.tiled_attention``), "compiled"
+    (``compiled.compiled_attention``: the same tiles in C++; the tiled path again where the
+    extension did not build, as ``compiled.available()`` says) and "sdpa"
     (``F.scaled_dot_product_attention``) run on the same random (1, batch_heads, T, d_k)
     inputs, taking turns so a burst of load on a shared machine hits them all. The inputs are
     4-D, (B, n_heads, T, d_k), as a model passes them: on the CPU, SDPA runs its fused
@@ -155,7 +160,8 @@ def cpu_timings(seq_lens, batch_heads=8, d_k=64, causal=True, repeats=3, dtype=t
     dict per T: the best of ``repeats`` timed runs after a warm-up, in seconds, under each
     name; the peak bytes under "<name>_bytes" (``peak_memory``, one more run); and the
     tiled path's speed-ups "vs_textbook", "vs_autograd", "vs_sdpa" (other time / tiled
-    time, above 1: tiled is faster). In full mode a progress bar counts the lengths.
+    time, above 1: tiled is faster), and the compiled path's "compiled_vs_sdpa" (sdpa time /
+    compiled time). In full mode a progress bar counts the lengths.
     """
     rows = []
     for T in progress(seq_lens, desc="sequence lengths"):
@@ -176,5 +182,6 @@ def cpu_timings(seq_lens, batch_heads=8, d_k=64, causal=True, repeats=3, dtype=t
             row[f"{name}_bytes"] = peak_memory(lambda: _forward_backward(fn, q, k, v))
         row.update({f"vs_{name}": row[name] / row["tiled"]
                     for name in ("textbook", "autograd", "sdpa")})
+        row["compiled_vs_sdpa"] = row["sdpa"] / row["compiled"]
         rows.append(row)
     return rows
