@@ -4,6 +4,7 @@ The algorithm of ``course_lib.flash.cpu`` (tiles, online softmax, the hand-deriv
 that recomputes each tile's weights from the saved log-sum-exp), with every tile's element-wise
 steps done in C++ loops while the tile is in cache: the torch tile loop dispatches a dozen
 small ops per tile from Python, and on a 2-core CPU those cost as much as the tiles' products.
+The tile products are a hand-written register-blocked GEMM (``cpu_kernel.cpp`` says why).
 
     compiled_attention(q, k, v, causal=False, mask=None) -> out (..., T_q, d_v)
     available() -> bool        whether the extension built and loaded; ``reason()`` says why not
@@ -42,7 +43,7 @@ BUILD_ROOT = Path(os.environ.get("COURSE_FLASH_BUILD_DIR")
                   or Path(__file__).resolve().parents[2] / ".cache" / "flash_cpu_ext")
 CFLAGS = ["-O3", "-march=native", "-ffast-math"]
 # tile sizes: rows of queries x columns of keys; benchmarks/flash_cpu.py measured them
-BLOCK_Q, BLOCK_K = 64, 256
+BLOCK_Q, BLOCK_K = 128, 256
 
 _state: dict = {}  # "ops" once built, or "reason" once failed
 

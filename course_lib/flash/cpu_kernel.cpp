@@ -3,8 +3,10 @@
 // The algorithm of course_lib/flash/cpu.py (read reference.py's docstring for the derivation),
 // with the element-wise steps of each tile (row maximum, exp, rescale, row sums, the causal cut)
 // done in plain loops on the tile while it is still in cache, instead of one torch op each.
-// Tile products go to the BLAS sgemm that PyTorch links (MKL on x86 wheels) when it exports one,
-// else to at::mm on views of the tile.
+// Tile products go to a small hand-written GEMM (see "tile products" below for why not MKL).
+// The causal cut is computed per row (how many keys of the tile a query sees), so no -inf is
+// ever written or exponentiated; key tiles wholly in a query block's future are never visited,
+// and the backward trims each tile's key columns to the last one its query block sees.
 //
 // Shapes (course glossary, row form), all float32 and contiguous, N = product of leading axes:
 //   q (N, T_q, d_k), k (N, T_k, d_k), v (N, T_k, d_v), out (N, T_q, d_v), lse (N, T_q),
@@ -139,11 +141,11 @@ struct Dims {
 
 // One query block [q0, q0 + rows) of head n: online softmax over its visible key tiles.
 // s: rows x block_k scratch; acc: rows x d_v; m, l: rows.
-void forward_block(const Dims& D, const float* q, const float* k, const float* v, float* out,
+void forward_block(const Dims& D, const float* q, const float* kT, const float* v, float* out,
                    float* lse, int64_t n, int64_t q0, int rows, int block_k, float* s, float* acc,
                    float* m, float* l, float* panel) {
   const float* qn = q + (n * D.T_q + q0) * D.d_k;
-  const float* kn = k + n * D.T_k * D.d_k;
+  const float* kn = kT + n * D.d_k * D.T_k;  // (d_k, T_k): a tile's columns are contiguous
   const float* vn = v + n * D.T_k * D.d_v;
   const int d_k = D.d_k, d_v = D.d_v;
   std::fill(m, m + rows, 0.f);  // any value: l = 0 until a key is seen
@@ -152,7 +154,7 @@ void forward_block(const Dims& D, const float* q, const float* k, const float* v
   const int64_t stop = D.causal ? std::clamp<int64_t>(q0 + rows + D.offset, 0, D.T_k) : D.T_k;
   for (int64_t k0 = 0; k0 < stop; k0 += block_k) {
     const int cols = static_cast<int>(std::min<int64_t>(block_k, stop - k0));
-    gemm(rows, cols, d_k, D.scale, mat(qn, d_k), mat_t(kn + k0 * d_k, d_k), 0.f, s, block_k, panel);
+    gemm(rows, cols, d_k, D.scale, mat(qn, d_k), mat(kn + k0, D.T_k), 0.f, s, block_k, panel);
     for (int r = 0; r < rows; ++r) {
       float* sr = s + r * block_k;
       const int vis = visible(D.causal, q0 + r, D.offset, k0, cols);
@@ -188,7 +190,8 @@ void forward_block(const Dims& D, const float* q, const float* k, const float* v
 // Key block [k0, k0 + cols) of head n against every query block that sees it: adds into
 // dk, dv (rows k0 .. of head n) and into dq_n (T_q x d_k, head n's accumulator).
 // p, dp: block_q x block_k scratch.
-void backward_block(const Dims& D, const float* q, const float* k, const float* v,
+void backward_block(const Dims& D, const float* q, const float* k, const float* kT,
+                    const float* v, const float* vT,
                     const float* dout, const float* lse, const float* delta, float* dq_n, float* dk,
                     float* dv, int64_t n, int64_t k0, int n_cols, int block_q, int block_k, float* p,
                     float* dp, float* panel) {
@@ -197,6 +200,8 @@ void backward_block(const Dims& D, const float* q, const float* k, const float* 
   const float* don = dout + n * D.T_q * d_v;
   const float* kj = k + (n * D.T_k + k0) * d_k;
   const float* vj = v + (n * D.T_k + k0) * d_v;
+  const float* kTj = kT + n * d_k * D.T_k + k0;  // (d_k, T_k) and (d_v, T_k) per head
+  const float* vTj = vT + n * d_v * D.T_k + k0;
   float* dkj = dk + (n * D.T_k + k0) * d_k;
   float* dvj = dv + (n * D.T_k + k0) * d_v;
   // under causal, queries before position k0 see none of these keys
@@ -206,7 +211,7 @@ void backward_block(const Dims& D, const float* q, const float* k, const float* 
     // keys past the block's last query position get no weight: leave them out of every product
     const int cols = D.causal ? static_cast<int>(std::min<int64_t>(n_cols, q0 + rows + D.offset - k0))
                               : n_cols;
-    gemm(rows, cols, d_k, D.scale, mat(qn + q0 * d_k, d_k), mat_t(kj, d_k), 0.f, p, block_k, panel);
+    gemm(rows, cols, d_k, D.scale, mat(qn + q0 * d_k, d_k), mat(kTj, D.T_k), 0.f, p, block_k, panel);
     const float* lse_i = lse + n * D.T_q + q0;
     for (int r = 0; r < rows; ++r) {  // p = A_ij = exp(S_ij - lse_i), 0 where not visible
       float* pr = p + r * block_k;
@@ -217,7 +222,7 @@ void backward_block(const Dims& D, const float* q, const float* k, const float* 
     }
     const float* do_i = don + q0 * d_v;
     gemm(cols, d_v, rows, 1.f, mat_t(p, block_k), mat(do_i, d_v), 1.f, dvj, d_v, panel);  // dv += A^T dO
-    gemm(rows, cols, d_v, 1.f, mat(do_i, d_v), mat_t(vj, d_v), 0.f, dp, block_k, panel);  // dA = dO V^T
+    gemm(rows, cols, d_v, 1.f, mat(do_i, d_v), mat(vTj, D.T_k), 0.f, dp, block_k, panel);  // dA = dO V^T
     const float* delta_i = delta + n * D.T_q + q0;
     for (int r = 0; r < rows; ++r) {  // dS = A * (dA - delta)
       float* dpr = dp + r * block_k;
@@ -271,6 +276,8 @@ std::tuple<at::Tensor, at::Tensor> flash_forward(const at::Tensor& q, const at::
   const int64_t n_blocks = (D.T_q + block_q - 1) / block_q;
   const float *qp = q.data_ptr<float>(), *kp = k.data_ptr<float>(), *vp = v.data_ptr<float>();
   float *op = out.data_ptr<float>(), *lp = lse.data_ptr<float>();
+  at::Tensor kT = k.transpose(1, 2).contiguous();  // (N, d_k, T_k): packing B reads rows
+  const float* kTp = kT.data_ptr<float>();
   const int64_t scratch = block_q * block_k + block_q * D.d_v + 2 * block_q + panel_floats(D, block_q, block_k);
   // the last query blocks see the most keys under causal: they go first
   for_each_item(D.N * n_blocks, scratch, [&](int64_t t, int64_t, float* s) {
@@ -278,7 +285,7 @@ std::tuple<at::Tensor, at::Tensor> flash_forward(const at::Tensor& q, const at::
     const int rows = static_cast<int>(std::min(block_q, D.T_q - q0));
     float* acc = s + block_q * block_k;
     float* m = acc + block_q * D.d_v;
-    forward_block(D, qp, kp, vp, op, lp, n, q0, rows, static_cast<int>(block_k), s, acc, m,
+    forward_block(D, qp, kTp, vp, op, lp, n, q0, rows, static_cast<int>(block_k), s, acc, m,
                   m + block_q, m + 2 * block_q);
   });
   return {out, lse};
@@ -304,6 +311,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_backward(
   const float* deltap = delta.data_ptr<float>();
   float *dqp = dq.data_ptr<float>(), *dkp = dk.data_ptr<float>(), *dvp = dv.data_ptr<float>();
   float* extrap = dq_extra.data_ptr<float>();
+  at::Tensor kT = k.transpose(1, 2).contiguous(), vT = v.transpose(1, 2).contiguous();
+  const float *kTp = kT.data_ptr<float>(), *vTp = vT.data_ptr<float>();
   const int64_t head = D.T_q * D.d_k;
   const int bq = static_cast<int>(block_q), bk = static_cast<int>(block_k);
   // the first key blocks are seen by the most queries under causal: they go first
@@ -312,7 +321,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_backward(
     const int64_t n = t % D.N, k0 = (t / D.N) * block_k;
     float* dq_n = (slot == 0 ? dqp : extrap + (slot - 1) * D.N * head) + n * head;
     const int cols = static_cast<int>(std::min(block_k, D.T_k - k0));
-    backward_block(D, qp, kp, vp, dop, lp, deltap, dq_n, dkp, dvp, n, k0, cols, bq, bk, p,
+    backward_block(D, qp, kp, kTp, vp, vTp, dop, lp, deltap, dq_n, dkp, dvp, n, k0, cols, bq, bk, p,
                    p + block_q * block_k, p + 2 * block_q * block_k);
   });
   if (threads > 1) dq.add_(dq_extra.sum(0));

@@ -277,9 +277,10 @@ def test_cpu_timings_rows():
     rows = timing.cpu_timings([16, 32], batch_heads=2, d_k=4, repeats=1)
     assert [r["T"] for r in rows] == [16, 32]
     for r in rows:
-        for name in ("textbook", "autograd", "tiled", "sdpa"):
+        for name in ("textbook", "autograd", "tiled", "compiled", "sdpa"):
             assert r[name] > 0 and r[f"{name}_bytes"] > 0
         assert r["vs_sdpa"] == r["sdpa"] / r["tiled"]
+        assert r["compiled_vs_sdpa"] == r["sdpa"] / r["compiled"]
 
 
 def test_cpu_timings_measure_sdpas_fused_kernel():
