@@ -254,15 +254,19 @@ int64_t panel_floats(const Dims& D, int64_t block_q, int64_t block_k) {
 // Calls fn(item, slot, scratch) for every item in 0 .. n_items - 1, in that order, each item
 // taken by whichever thread is free (slot: 0 .. threads - 1, that thread's number), so a thread
 // the OS puts aside on a busy machine does less of the work instead of holding up the rest.
+// Thread `slot` always does item `slot` first, so every thread takes part in every call (which
+// the tests of the backward's per-thread dq copies rely on).
 // scratch: `scratch_floats` floats of the thread's own.
 template <typename Fn>
 void for_each_item(int64_t n_items, int64_t scratch_floats, const Fn& fn) {
-  std::atomic<int64_t> next{0};
   const int64_t threads = std::min<int64_t>(at::get_num_threads(), std::max<int64_t>(n_items, 1));
+  std::atomic<int64_t> next{threads};
   at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> scratch(scratch_floats);
-    for (int64_t slot = begin; slot < end; ++slot)
+    for (int64_t slot = begin; slot < end; ++slot) {
+      if (slot < n_items) fn(slot, slot, scratch.data());  // every thread's first item is its own
       for (int64_t item; (item = next.fetch_add(1)) < n_items;) fn(item, slot, scratch.data());
+    }
   });
 }
 

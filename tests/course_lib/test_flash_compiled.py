@@ -16,14 +16,17 @@ from course_lib.flash.cpu import tiled_attention
 from helpers import REPO
 
 # (lead, T_q, T_k, d_k, d_v, causal, block_q, block_k): blocks that do not divide T, T_q != T_k
-# both ways (T_q > T_k with causal leaves the first queries without keys), the default blocks
+# both ways (T_q > T_k with causal leaves the first queries without keys), the default blocks,
+# and a size at which the backward's work is shared between threads
 CASES = [((), 5, 5, 3, 3, False, 2, 2),
          ((2,), 7, 11, 4, 2, True, 3, 4),
          ((2, 3), 9, 4, 3, 5, True, 4, 3),
          ((2,), 6, 9, 2, 3, False, 4, 4),
          ((3,), 13, 13, 4, 4, True, 5, 6),
          ((1, 3), 300, 300, 64, 64, True, compiled.BLOCK_Q, compiled.BLOCK_K),
-         ((2,), 70, 300, 16, 8, True, compiled.BLOCK_Q, compiled.BLOCK_K)]
+         ((2,), 70, 300, 16, 8, True, compiled.BLOCK_Q, compiled.BLOCK_K),
+         # long enough that a second thread surely takes some of the backward's key blocks
+         ((8,), 1024, 1024, 64, 64, True, compiled.BLOCK_Q, compiled.BLOCK_K)]
 
 needs_compiler = pytest.mark.skipif(
     shutil.which(os.environ.get("CXX", "c++")) is None,
