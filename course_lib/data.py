@@ -10,8 +10,8 @@ install, so we only download and unpack its sdist). Set-up runs, once, with netw
 
 and afterwards nothing needs the network. The same command then builds the course's compiled
 FlashAttention kernel for the CPU (``course_lib.flash.compiled``; offline, about a minute), or
-says why it cannot, in which case the course runs the torch tiles instead. The cache lives in ``$COURSE_DATA_DIR`` or, by
-default, ``~/.cache/transformer-course/``.
+says why it cannot, in which case the course runs the torch tiles instead. The cache lives in
+``$COURSE_DATA_DIR`` or, by default, ``~/.cache/transformer-course/``.
 """
 from __future__ import annotations
 
