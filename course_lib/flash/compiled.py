@@ -41,7 +41,7 @@ SOURCE = Path(__file__).with_name("cpu_kernel.cpp")
 # where builds go; COURSE_FLASH_BUILD_DIR moves it (the tests build in a folder of their own)
 BUILD_ROOT = Path(os.environ.get("COURSE_FLASH_BUILD_DIR")
                   or Path(__file__).resolve().parents[2] / ".cache" / "flash_cpu_ext")
-CFLAGS = ["-O3", "-march=native", "-ffast-math"]
+CFLAGS = ["-O3", "-march=native", "-ffast-math", "-fopenmp"]  # -fopenmp: at::parallel_for runs serially without it
 # tile sizes: rows of queries x columns of keys; benchmarks/flash_cpu.py measured them
 BLOCK_Q, BLOCK_K = 128, 256
 

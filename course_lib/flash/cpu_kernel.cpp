@@ -334,7 +334,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_backward(
 
 }  // namespace
 
+// How many threads one at::parallel_for of this build really runs on (the tests check it is
+// torch.get_num_threads(): built without -fopenmp, at::parallel_for runs everything on one).
+int64_t threads_used() {
+  std::atomic<int64_t> seen{0};
+  at::parallel_for(0, at::get_num_threads(), 1, [&](int64_t, int64_t) {
+    seen.fetch_or(int64_t(1) << (at::get_thread_num() % 63));
+  });
+  return __builtin_popcountll(static_cast<unsigned long long>(seen.load()));
+}
+
 TORCH_LIBRARY(course_flash, m) {
+  m.def("threads_used() -> int", &threads_used);
   m.def("forward(Tensor q, Tensor k, Tensor v, bool causal, int block_q, int block_k)"
         " -> (Tensor, Tensor)");
   m.def("backward(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse,"

@@ -124,3 +124,17 @@ def test_a_failed_build_says_why_and_falls_back(tmp_path):
     assert available == "False"
     assert "no C++ compiler" in reason and "no-such-compiler" in reason
     assert result == "True True"
+
+
+@needs_compiler
+def test_the_kernel_runs_on_every_thread_torch_is_given():
+    # built without OpenMP, at::parallel_for ran the whole kernel on one thread (a build of
+    # this course did: it then took 0.5-0.7x SDPA's time on 2 threads, 1.0-1.2x with OpenMP)
+    assert compiled.available(), compiled.reason()
+    before = torch.get_num_threads()
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            assert torch.ops.course_flash.threads_used() == threads
+    finally:
+        torch.set_num_threads(before)
