@@ -145,7 +145,9 @@ def term(tmp_path_factory):
     checkout = edited_checkout(tmp / "checkout")
     regrade = ["regrade", ASSIGNMENT, "--course", str(course), "--release-feedback", "--no-progress"]
     edited = {**secret, "PYTHONPATH": str(checkout)}
-    interrupted(subprocess.Popen([CLI, *regrade], cwd=checkout, env={**os.environ, **edited},
+    # one submission at a time, so that seconds pass between the first learner regraded and
+    # the last (with 2 at a time a CI run once finished all 4 before the Ctrl-C)
+    interrupted(subprocess.Popen([CLI, *regrade, "--jobs", "1"], cwd=checkout, env={**os.environ, **edited},
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), course)
     again = run(*regrade, env=edited, cwd=checkout)  # the same command again; as from ~/course
     return course, scores, exports, first, history, again
@@ -159,7 +161,8 @@ def interrupted(proc: subprocess.Popen, course: Path) -> None:
     while proc.poll() is None and not (before.exists() and any(
             p.stat().st_mtime > before.stat().st_mtime for p in journal.glob("*.done"))):
         assert time.monotonic() < deadline, "the regrade regraded no one in time"
-        time.sleep(0.05)
+        time.sleep(0.02)
+    assert proc.poll() is None, "the regrade finished before it could be interrupted"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "Run the same command again" in err, out + err
