@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import glob
+import os
 import random
 import re
 import shutil
@@ -24,7 +25,7 @@ from nbformat.v4 import new_code_cell
 
 from autograder.classroom.journal import Journal
 from autograder.pipeline.course import new_course
-from helpers import NOTEBOOKS, SOLUTIONS, mutant, outputs_as_saved, padded_notebook, saved_outputs
+from helpers import NOTEBOOKS, SOLUTIONS, mutant, outputs_as_saved, padded_notebook, saved_outputs, sigint_unheard
 
 ASSIGNMENT = "00_start_here"
 SOLUTION = SOLUTIONS / ASSIGNMENT / "start_here.ipynb"
@@ -141,6 +142,10 @@ def _wait_for_recorded(course: Path, count: int, proc: subprocess.Popen, timeout
 def _interrupt(proc: subprocess.Popen, how: signal.Signals) -> None:
     """Send ``how`` to the grading command; wait until it and its graders are gone."""
     family = psutil.Process(proc.pid).children(recursive=True) if proc.poll() is None else []
+    if how == signal.SIGINT and proc.poll() is None:
+        unheard = sigint_unheard(proc.pid)
+        assert not unheard, f"the grade would not hear Ctrl-C: {unheard}; this test's process: " \
+            f"{sigint_unheard(os.getpid()) or 'hears it'}"
     proc.send_signal(how)
     proc.wait(timeout=60)
     gone, alive = psutil.wait_procs(family, timeout=20)

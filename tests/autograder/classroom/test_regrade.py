@@ -36,7 +36,7 @@ from autograder.classroom.intake import find_submissions
 from autograder.classroom.journal import Journal, course_config
 from autograder.classroom.late import stamp
 from autograder.pipeline.course import new_course
-from helpers import NOTEBOOKS, REPO, SOLUTIONS, mutant
+from helpers import NOTEBOOKS, REPO, SOLUTIONS, mutant, sigint_unheard
 
 ASSIGNMENT, STEM = "00_start_here", "start_here"
 SOLUTION = SOLUTIONS / ASSIGNMENT / "start_here.ipynb"
@@ -163,6 +163,9 @@ def interrupted(proc: subprocess.Popen, course: Path) -> None:
         assert time.monotonic() < deadline, "the regrade regraded no one in time"
         time.sleep(0.02)
     assert proc.poll() is None, "the regrade finished before it could be interrupted"
+    unheard = sigint_unheard(proc.pid)  # as a terminal's Ctrl-C would find it, or the test is void
+    assert not unheard, f"the regrade would not hear Ctrl-C: {unheard}; this test's process: " \
+        f"{sigint_unheard(os.getpid()) or 'hears it'}"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "Run the same command again" in err, out + err
