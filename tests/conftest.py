@@ -1,5 +1,7 @@
 import os
+import signal
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -23,3 +25,30 @@ def learner():
 
     with learner_without_root() as who:
         yield who
+
+
+def _ctrl_c_state() -> tuple:
+    """How this process takes Ctrl-C: Python's handler, and from /proc whether SIGINT is
+    ignored or blocked in this thread (a C extension may change either behind Python's back)."""
+    status = dict(line.split(":\t", 1) for line in open("/proc/thread-self/status") if ":\t" in line)
+    bit = 1 << (signal.SIGINT - 1)
+    return (signal.getsignal(signal.SIGINT), bool(int(status["SigIgn"], 16) & bit),
+            bool(int(status["SigBlk"], 16) & bit))
+
+
+@pytest.fixture(autouse=True)
+def ctrl_c_kept(request):
+    """A test that leaves this process ignoring or blocking Ctrl-C is named (a warning in the
+    summary) and the state restored: every process a later test starts would inherit it, and
+    the tests that press Ctrl-C in a command (classroom/test_regrade.py, test_classroom.py)
+    would test nothing. Where the course's own code did it, an instructor's Python would lose
+    Ctrl-C too."""
+    before = _ctrl_c_state()
+    yield
+    after = _ctrl_c_state()
+    if after != before:
+        warnings.warn(f"{request.node.nodeid} left Ctrl-C (SIGINT) as (handler, ignored, blocked) = "
+                      f"{after}, found as {before}: restored")
+        signal.signal(signal.SIGINT, before[0])
+        if after[2] and not before[2]:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

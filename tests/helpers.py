@@ -238,6 +238,14 @@ def submit_with(python: str | Path, notebook: Path, env: dict[str, str], user: s
     return proc, json.loads(proc.stdout[start:]) if start >= 0 else None
 
 
+def terminal_ctrl_c() -> None:
+    """``Popen(preexec_fn=terminal_ctrl_c)``: the child hears Ctrl-C as from a terminal (SIGINT
+    not ignored, not blocked), whatever this process inherited: a Python started with SIGINT
+    ignored keeps it ignored, and then no Ctrl-C test would test anything."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def sigint_unheard(pid: int) -> str:
     """Why a Ctrl-C (SIGINT) sent to process ``pid`` would not reach its Python handler, from
     /proc (its signals ignored, blocked in its main thread, caught); '' when it would."""

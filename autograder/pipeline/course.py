@@ -39,9 +39,11 @@ class SandboxError(GradingError):
 def require_success(app_result: dict, what: str) -> None:
     """Raise ``GradingError`` unless nbgrader's step ``what`` succeeded: ``SandboxError`` with the
     one line that says why when the grading sandbox could not start (``execute.py``), else with
-    nbgrader's log."""
+    nbgrader's log; ``KeyboardInterrupt`` again when Ctrl-C stopped the step."""
     if app_result.get("success"):
         return
+    if (app_result.get("error") or "").rstrip().endswith("\nKeyboardInterrupt"):
+        raise KeyboardInterrupt  # nbgrader's API catches whatever stopped its step, Ctrl-C too
     said = f"{app_result.get('error') or ''}\n{app_result.get('log') or ''}"
     cause = re.search(rf"{SandboxUnavailable.__name__}: (.+)", said)
     if cause:

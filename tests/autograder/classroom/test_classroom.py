@@ -25,7 +25,8 @@ from nbformat.v4 import new_code_cell
 
 from autograder.classroom.journal import Journal
 from autograder.pipeline.course import new_course
-from helpers import NOTEBOOKS, SOLUTIONS, mutant, outputs_as_saved, padded_notebook, saved_outputs, sigint_unheard
+from helpers import (NOTEBOOKS, SOLUTIONS, mutant, outputs_as_saved, padded_notebook, saved_outputs,
+                     sigint_unheard, terminal_ctrl_c)
 
 ASSIGNMENT = "00_start_here"
 SOLUTION = SOLUTIONS / ASSIGNMENT / "start_here.ipynb"
@@ -161,7 +162,7 @@ def test_killed_at_random_points_it_resumes_and_ends_as_the_uninterrupted_run(gr
     rng = random.Random(11)
     for n, how in ((1, signal.SIGINT), (2, signal.SIGKILL)):  # Ctrl-C, then a machine gone
         proc = subprocess.Popen(grade_cmd(folder, course), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+                                text=True, preexec_fn=terminal_ctrl_c)
         _wait_for_recorded(course, n, proc)
         time.sleep(rng.uniform(0, 1.5))
         _interrupt(proc, how)

@@ -36,7 +36,7 @@ from autograder.classroom.intake import find_submissions
 from autograder.classroom.journal import Journal, course_config
 from autograder.classroom.late import stamp
 from autograder.pipeline.course import new_course
-from helpers import NOTEBOOKS, REPO, SOLUTIONS, mutant, sigint_unheard
+from helpers import NOTEBOOKS, REPO, SOLUTIONS, mutant, sigint_unheard, terminal_ctrl_c
 
 ASSIGNMENT, STEM = "00_start_here", "start_here"
 SOLUTION = SOLUTIONS / ASSIGNMENT / "start_here.ipynb"
@@ -148,7 +148,8 @@ def term(tmp_path_factory):
     # one submission at a time, so that seconds pass between the first learner regraded and
     # the last (with 2 at a time a CI run once finished all 4 before the Ctrl-C)
     interrupted(subprocess.Popen([CLI, *regrade, "--jobs", "1"], cwd=checkout, env={**os.environ, **edited},
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), course)
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 preexec_fn=terminal_ctrl_c), course)
     again = run(*regrade, env=edited, cwd=checkout)  # the same command again; as from ~/course
     return course, scores, exports, first, history, again
 

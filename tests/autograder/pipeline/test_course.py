@@ -30,3 +30,30 @@ def test_a_course_grades_one_submission_after_another_drawing_the_cases_once_eac
     verdicts = {c.metadata.nbgrader.grade_id: recorded_verdict(c)
                 for c in nbformat.reads(full.autograded, as_version=4).cells if plan.recorded_exercise(c)}
     assert {g: v["points"] for g, v in verdicts.items()} == {g: full.scores[g] for g in max_points}
+
+
+def test_ctrl_c_inside_an_nbgrader_step_is_ctrl_c_again():
+    """nbgrader's API (``capture_log``) catches whatever stops a step, Ctrl-C included, and
+    answers a failure with its traceback: the command must stop as interrupted (exit 130,
+    "what was done is saved"), not as a failed step; other failures stay failures."""
+    import logging
+
+    import pytest
+    from nbgrader.utils import capture_log
+
+    from autograder.grading import GradingError
+    from autograder.pipeline.course import require_success
+
+    class Step:
+        log = logging.getLogger("a step")
+
+        def __init__(self, stop):
+            self.stop = stop
+
+        def start(self):
+            raise self.stop
+
+    with pytest.raises(KeyboardInterrupt):
+        require_success(capture_log(Step(KeyboardInterrupt())), "generate_feedback")
+    with pytest.raises(GradingError, match="ValueError: KeyboardInterrupt"):
+        require_success(capture_log(Step(ValueError("KeyboardInterrupt"))), "generate_feedback")
