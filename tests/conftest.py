@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))  # so tests can `import helpers`
+sys.path.insert(0, str(Path(__file__).parent))  # so tests can `import helpers`, `ctrl_c`, ...
+
+from ctrl_c import sigint_state  # noqa: E402 (after the path it is found on)
 
 # Under pytest-xdist every worker runs notebooks whose kernels train with torch. Each torch
 # process would start one thread per core, and two workers' threads then fight over the
@@ -27,15 +29,6 @@ def learner():
         yield who
 
 
-def _ctrl_c_state() -> tuple:
-    """How this process takes Ctrl-C: Python's handler, and from /proc whether SIGINT is
-    ignored or blocked in this thread (a C extension may change either behind Python's back)."""
-    status = dict(line.split(":\t", 1) for line in open("/proc/thread-self/status") if ":\t" in line)
-    bit = 1 << (signal.SIGINT - 1)
-    return (signal.getsignal(signal.SIGINT), bool(int(status["SigIgn"], 16) & bit),
-            bool(int(status["SigBlk"], 16) & bit))
-
-
 @pytest.fixture(autouse=True)
 def ctrl_c_kept(request):
     """A test that leaves this process ignoring or blocking Ctrl-C is named (a warning in the
@@ -43,12 +36,12 @@ def ctrl_c_kept(request):
     the tests that press Ctrl-C in a command (classroom/test_regrade.py, test_classroom.py)
     would test nothing. Where the course's own code did it, an instructor's Python would lose
     Ctrl-C too."""
-    before = _ctrl_c_state()
+    before = signal.getsignal(signal.SIGINT), sigint_state()
     yield
-    after = _ctrl_c_state()
+    after = signal.getsignal(signal.SIGINT), sigint_state()
     if after != before:
-        warnings.warn(f"{request.node.nodeid} left Ctrl-C (SIGINT) as (handler, ignored, blocked) = "
-                      f"{after}, found as {before}: restored")
+        warnings.warn(f"{request.node.nodeid} left Ctrl-C (SIGINT) as (handler, state) = {after}, "
+                      f"found as {before}: restored")
         signal.signal(signal.SIGINT, before[0])
-        if after[2] and not before[2]:
+        if after[1]["blocked"] and not before[1]["blocked"]:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

@@ -9,7 +9,6 @@ import os
 import pwd
 import re
 import shutil
-import signal
 import socket
 import stat
 import subprocess
@@ -236,27 +235,6 @@ def submit_with(python: str | Path, notebook: Path, env: dict[str, str], user: s
     proc = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=cwd)
     start = proc.stdout.find("{")
     return proc, json.loads(proc.stdout[start:]) if start >= 0 else None
-
-
-def terminal_ctrl_c() -> None:
-    """``Popen(preexec_fn=terminal_ctrl_c)``: the child hears Ctrl-C as from a terminal (SIGINT
-    not ignored, not blocked), whatever this process inherited: a Python started with SIGINT
-    ignored keeps it ignored, and then no Ctrl-C test would test anything."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
-def sigint_unheard(pid: int) -> str:
-    """Why a Ctrl-C (SIGINT) sent to process ``pid`` would not reach its Python handler, from
-    /proc (its signals ignored, blocked in its main thread, caught); '' when it would."""
-    status = dict(line.split(":\t", 1) for line in
-                  Path(f"/proc/{pid}/status").read_text().splitlines() if ":\t" in line)
-    bit = 1 << (signal.SIGINT - 1)
-    why = [f"{what} (Sig{key} {status[f'Sig{key}'].strip()})"
-           for key, what, wrong in (("Ign", "ignored", True), ("Blk", "blocked", True),
-                                    ("Cgt", "not caught", False))
-           if bool(int(status[f"Sig{key}"], 16) & bit) == wrong]
-    return ", ".join(why)
 
 
 def system_python() -> str | None:

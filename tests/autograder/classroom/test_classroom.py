@@ -25,8 +25,8 @@ from nbformat.v4 import new_code_cell
 
 from autograder.classroom.journal import Journal
 from autograder.pipeline.course import new_course
-from helpers import (NOTEBOOKS, SOLUTIONS, mutant, outputs_as_saved, padded_notebook, saved_outputs,
-                     sigint_unheard, terminal_ctrl_c)
+from ctrl_c import sigint_unheard, terminal_ctrl_c
+from helpers import NOTEBOOKS, SOLUTIONS, mutant, outputs_as_saved, padded_notebook, saved_outputs
 
 ASSIGNMENT = "00_start_here"
 SOLUTION = SOLUTIONS / ASSIGNMENT / "start_here.ipynb"

@@ -36,7 +36,8 @@ from autograder.classroom.intake import find_submissions
 from autograder.classroom.journal import Journal, course_config
 from autograder.classroom.late import stamp
 from autograder.pipeline.course import new_course
-from helpers import NOTEBOOKS, REPO, SOLUTIONS, mutant, sigint_unheard, terminal_ctrl_c
+from ctrl_c import sigint_unheard, terminal_ctrl_c
+from helpers import NOTEBOOKS, REPO, SOLUTIONS, mutant
 
 ASSIGNMENT, STEM = "00_start_here", "start_here"
 SOLUTION = SOLUTIONS / ASSIGNMENT / "start_here.ipynb"
