@@ -220,39 +220,85 @@ def mha_backward(dout, cache):
 
 
 # ----------------------------------------------------------------------------- torch
+def _attention_weights(q, k, mask=None):
+    """A = softmax(q k^T / sqrt(d_k), masked) in torch, (..., T_q, T_k), for q (..., T_q, d_k)
+    and k (..., T_k, d_k) with the same leading axes. A fully masked query's weights come out
+    NaN (``_Attention`` zeroes them where that can happen)."""
+    s = (q * q.shape[-1] ** -0.5) @ k.transpose(-2, -1)  # q is the smaller to scale
+    if mask is not None:
+        s.masked_fill_(~mask, float("-inf"))
+    return torch.softmax(s, dim=-1)  # subtracts each row's maximum (torch's fused kernel)
+
+
+def _attend_backward(dout, q, k, v, a):
+    """``attention_backward`` in torch: dq, dk, dv from dout (..., T_q, d_v), the inputs and
+    the weights A (``_attention_weights``). Under CUDA autocast q, k, v and dout are bfloat16
+    while A (from exp) is float32: it works in A's dtype, and autograd casts each gradient back
+    to its input's."""
+    q, k, v, dout = (t.to(a.dtype) for t in (q, k, v, dout))
+    da = dout @ v.transpose(-2, -1)  # step 1: (..., T_q, T_k)
+    # step 2, dS = A * (dA - rowsum(dA * A)), times the scale of S, in place on dA's buffer
+    ds = da.sub_((da * a).sum(dim=-1, keepdim=True)).mul_(a).mul_(q.shape[-1] ** -0.5)
+    return ds @ k, ds.transpose(-2, -1) @ q, a.transpose(-2, -1) @ dout  # step 3
+
+
 class _Attention(torch.autograd.Function):
     """Scaled dot-product attention whose backward is ``attention_backward``'s, in torch."""
 
     @staticmethod
     def forward(ctx, q, k, v, mask):
-        scale = q.shape[-1] ** -0.5
-        s = (q * scale) @ k.transpose(-2, -1)  # (..., T_q, T_k); q is the smaller to scale
-        if mask is not None:
-            s.masked_fill_(~mask, float("-inf"))
-        # softmax subtracts each row's maximum (torch's fused kernel); a row with every key
-        # hidden comes out NaN there, and its weights are 0 by the course's convention
-        a = torch.softmax(s, dim=-1)  # (..., T_q, T_k)
+        a = _attention_weights(q, k, mask)  # (..., T_q, T_k)
+        # a query with every key hidden gets NaN weights from the softmax: 0 by the course's rule
         if mask is not None and (a.device.type != "cpu" or not bool(mask.any(dim=-1).all())):
             a = a.nan_to_num_(0.0)  # (the test reads the mask's own small shape; on a GPU it
             # would wait for the device, where one more pass costs less)
         ctx.save_for_backward(q, k, v, a)
-        ctx.scale = scale
         ctx.mark_non_differentiable(a)
         return a @ v, a
 
     @staticmethod
     def backward(ctx, dout, _):
+        return (*_attend_backward(dout, *ctx.saved_tensors), None)
+
+
+class _SelfAttention(torch.autograd.Function):
+    """Multi-head self-attention from the packed projections to the concatenated heads, with
+    ``_Attention``'s backward: qkv (B, T, 3 d_model) = x [W_q W_k W_v] -> concat (B, T,
+    n_heads d_v) and the weights A (B, n_heads, T, T), which carry no gradient. ``bias`` is
+    None or Week 7's additive mask M (T, T) (0 where a query sees a key, -inf where not), with
+    every query seeing at least one key, as the causal mask does.
+
+    The same numbers as ``split_heads``, ``_Attention`` and ``merge_heads`` in a row, in fewer
+    passes over memory, which at GPT's sizes on a CPU cost as much as the products:
+    - a matrix product over head-split views copies its operands first (about 7 copies a
+      layer); here q, k, v are laid out once, in one copy, and the backward undoes it in one;
+    - S = Q K^T / sqrt(d_k) + M is one call (``baddbmm``: the scale and the mask ride on the
+      product), where a boolean ``masked_fill`` broadcast over (B, n_heads) took as long as
+      the product itself.
+    """
+
+    @staticmethod
+    def forward(ctx, qkv, n_heads, bias):
+        B, T, width = qkv.shape
+        d_k = width // (3 * n_heads)
+        q, k, v = qkv.view(B, T, 3, n_heads, d_k).permute(2, 0, 3, 1, 4).contiguous()
+        rows = (B * n_heads, T, d_k)  # (B, n_heads, T, d_k) contiguous: as 3-D, a free view
+        scores = torch.baddbmm(bias if bias is not None else qkv.new_zeros(()), q.view(rows),
+                               k.view(rows).transpose(-2, -1), alpha=d_k ** -0.5)
+        a = torch.softmax(scores, dim=-1).view(B, n_heads, T, T)  # max-subtracted, fused
+        ctx.save_for_backward(q, k, v, a)
+        ctx.mark_non_differentiable(a)
+        return merge_heads(a @ v), a  # (B, T, n_heads * d_k)
+
+    @staticmethod
+    def backward(ctx, dconcat, _):
         q, k, v, a = ctx.saved_tensors
-        # under CUDA autocast q, k, v and dout are bfloat16 while A (from exp) is float32: work
-        # in A's dtype; autograd casts each gradient back to its input's dtype
-        q, k, v, dout = (t.to(a.dtype) for t in (q, k, v, dout))
-        da = dout @ v.transpose(-2, -1)  # (..., T_q, T_k)
-        # dS = A * (dA - rowsum(dA * A)), times the scale of S, in place on dA's buffer
-        ds = da.sub_((da * a).sum(dim=-1, keepdim=True)).mul_(a).mul_(ctx.scale)
-        dq = ds @ k
-        dk = ds.transpose(-2, -1) @ q
-        dv = a.transpose(-2, -1) @ dout
-        return dq, dk, dv, None
+        B, n_heads, T, d_k = q.shape
+        dout = split_heads(dconcat, n_heads).contiguous()  # (B, n_heads, T, d_k)
+        dqkv = torch.empty(B, T, 3, n_heads, d_k, dtype=a.dtype, device=a.device)  # as qkv
+        for into, grad in zip(dqkv.permute(2, 0, 3, 1, 4), _attend_backward(dout, q, k, v, a)):
+            into.copy_(grad)  # each head's rows back to its columns of qkv
+        return dqkv.view(B, T, 3 * n_heads * d_k), None, None
 
 
 @lru_cache(maxsize=64)
@@ -260,6 +306,14 @@ def _causal_mask_torch(T_q: int, T_k: int, device) -> torch.Tensor:
     """``causal_mask`` as a bool tensor on ``device``, made once per shape: every layer of
     every step asks for the same one."""
     return torch.from_numpy(causal_mask(T_q, T_k)).to(device)
+
+
+@lru_cache(maxsize=64)
+def _causal_bias_torch(T: int, device, dtype) -> torch.Tensor:
+    """Week 7's additive causal mask M (T, T) on ``device``: 0 where query i sees key j
+    (j <= i), -inf where not. Made once per shape, as ``_causal_mask_torch``."""
+    return torch.zeros(T, T, dtype=dtype, device=device).masked_fill_(
+        ~_causal_mask_torch(T, T, device), float("-inf"))
 
 
 def attention_torch(q, k, v, mask=None):
@@ -313,7 +367,13 @@ class MultiHeadAttention(nn.Module):
         if x_kv is None or x_kv is x_q:  # self-attention: one product for Q, K and V
             x_kv = x_q
             W_qkv = torch.cat((self.W_q, self.W_k, self.W_v), dim=1)  # (d_model, 3 d_model)
-            qkv = (x_q @ W_qkv).split(self.W_q.shape[1], dim=-1)  # 3 x (B, T, d_model)
+            qkv = x_q @ W_qkv  # (B, T, 3 d_model)
+            if cache is None and not self.flash and mask is None and qkv.ndim == 3:  # training
+                T = x_q.shape[-2]
+                bias = _causal_bias_torch(T, qkv.device, qkv.dtype) if causal else None
+                concat, self.attention = _SelfAttention.apply(qkv, self.n_heads, bias)
+                return concat @ self.W_o  # (B, T, d_model)
+            qkv = qkv.split(self.W_q.shape[1], dim=-1)  # 3 x (B, T, d_model)
         else:
             qkv = (x_q @ self.W_q, x_kv @ self.W_k, x_kv @ self.W_v)
         q, k, v = (split_heads(t, self.n_heads) for t in qkv)  # (B, n_heads, T_q or T_k, d_k)

@@ -201,6 +201,55 @@ def test_multi_head_module_matches_numpy_reference(rng):
         assert np.allclose(t.numpy(), r, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("causal", [True, False])
+def test_self_attention_path_matches_numpy_reference(rng, causal):
+    """Self-attention without a cache or a mask (every GPT training step) takes
+    ``_SelfAttention``, which lays the heads out itself: output, weights and every gradient
+    equal ``mha_forward`` / ``mha_backward``'s with x_kv = x_q."""
+    x = rng.standard_normal((3, 5, 8))
+    W = {name: rng.standard_normal((8, 8)) / 2 for name in ("W_q", "W_k", "W_v", "W_o")}
+    module = att.MultiHeadAttention(8, 2).double()
+    with torch.no_grad():
+        for name, w in W.items():
+            getattr(module, name).copy_(torch.from_numpy(w))
+    (x_t,) = _torch(x, grad=True)
+    calls = []
+    original = att._SelfAttention.forward
+    with pytest.MonkeyPatch.context() as patch:  # the path taken, seen from its own forward
+        patch.setattr(att._SelfAttention, "forward",
+                      staticmethod(lambda *args: calls.append(1) or original(*args)))
+        out = module(x_t, causal=causal)
+    assert calls, "self-attention did not take _SelfAttention"
+    dout = rng.standard_normal(out.shape)
+    out.backward(torch.from_numpy(dout))
+    mask = att.causal_mask(5) if causal else None
+    ref_out, cache = att.mha_forward(x, x, *W.values(), n_heads=2, mask=mask)
+    dx_q, dx_kv, *dW = att.mha_backward(dout, cache)
+    assert np.allclose(out.detach().numpy(), ref_out, rtol=1e-10, atol=1e-12)
+    assert np.allclose(module.attention.numpy(), cache.attention.A, rtol=1e-10, atol=1e-12)
+    assert module.attention.shape == (3, 2, 5, 5)
+    for t, r in zip((x_t.grad, module.W_q.grad, module.W_k.grad, module.W_v.grad,
+                     module.W_o.grad), (dx_q + dx_kv, *dW)):
+        assert np.allclose(t.numpy(), r, rtol=1e-10, atol=1e-12)
+
+
+def test_self_attention_path_takes_low_precision():
+    """bfloat16 parameters (no autocast): the additive causal mask follows the scores' dtype,
+    and the gradients come back in the parameters' dtype, finite."""
+    torch.manual_seed(0)
+    module = att.MultiHeadAttention(16, 2).to(torch.bfloat16)
+    x = torch.randn(2, 6, 16, dtype=torch.bfloat16, requires_grad=True)
+    out = module(x, causal=True)
+    out.float().sum().backward()
+    assert out.dtype == torch.bfloat16 and torch.isfinite(out.float()).all()
+    assert torch.allclose(torch.triu(module.attention.float(), 1), torch.tensor(0.0))
+    for g in (x.grad, module.W_q.grad, module.W_o.grad):
+        assert g.dtype == torch.bfloat16 and torch.isfinite(g.float()).all()
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # CPU autocast: the GPU test's twin
+        out = att.MultiHeadAttention(16, 2)(x.detach().float(), causal=True)
+    assert torch.isfinite(out.float()).all()
+
+
 def test_custom_backward_takes_the_mixed_dtypes_of_autocast():
     """Under CUDA autocast the matrix products give bfloat16 q, k, v and dout while the weights
     A (exp, sum: float32 ops there) stay float32: the backward must not mix them in one product.
@@ -215,7 +264,6 @@ def test_custom_backward_takes_the_mixed_dtypes_of_autocast():
 
     class Ctx:
         saved_tensors = (qb.bfloat16(), kb.bfloat16(), vb.bfloat16(), a)
-        scale = 4 ** -0.5
     grads = att._Attention.backward(Ctx, db.bfloat16(), None)[:3]
     for g, e in zip(grads, expected):
         assert g.dtype == torch.float32 and torch.allclose(g, e, atol=1e-5)
