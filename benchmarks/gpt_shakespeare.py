@@ -121,7 +121,8 @@ def race(runs, batches, eval_tokens):
 # --- where the time goes --------------------------------------------------------------------
 
 PROFILE_GROUPS = {  # profiler event -> what it is (CPU total: an event's children included)
-    "attention (fwd + bwd, hand-derived)": ("_Attention", "_AttentionBackward"),
+    "attention (fwd + bwd, hand-derived)": ("_Attention", "_AttentionBackward",
+                                            "_SelfAttention", "_SelfAttentionBackward"),
     "layer norm (fwd + bwd, hand-derived)": ("_LayerNormFunction", "_LayerNormFunctionBackward"),
     "ReLU (fwd + bwd)": ("aten::relu", "autograd::engine::evaluate_function: ReluBackward0"),
     "cross-entropy (fwd + bwd)": ("aten::cross_entropy_loss",

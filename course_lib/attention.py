@@ -230,35 +230,48 @@ def _attention_weights(q, k, mask=None):
     return torch.softmax(s, dim=-1)  # subtracts each row's maximum (torch's fused kernel)
 
 
-def _attend_backward(dout, q, k, v, a):
+def _dropped(a, p):
+    """Dropout on the attention weights (GPT-2's and nanoGPT's ``attn_dropout``): A_drop =
+    A * keep / (1 - p), keep ~ Bernoulli(1 - p) per weight; returns (A_drop, keep), or (A, None)
+    when p is 0. out = A_drop V; each query's weights no longer sum to 1, only on average."""
+    return torch.native_dropout(a, p, True) if p else (a, None)  # one fused pass for both
+
+
+def _attend_backward(dout, q, k, v, a, keep=None, p=0.0):
     """``attention_backward`` in torch: dq, dk, dv from dout (..., T_q, d_v), the inputs and
-    the weights A (``_attention_weights``). Under CUDA autocast q, k, v and dout are bfloat16
-    while A (from exp) is float32: it works in A's dtype, and autograd casts each gradient back
-    to its input's."""
+    the weights A (``_attention_weights``), and the dropout's ``keep`` mask and rate p where
+    out = A_drop V (``_dropped``). Under CUDA autocast q, k, v and dout are bfloat16 while A
+    (from exp) is float32: it works in A's dtype, and autograd casts each gradient back to its
+    input's."""
     q, k, v, dout = (t.to(a.dtype) for t in (q, k, v, dout))
-    da = dout @ v.transpose(-2, -1)  # step 1: (..., T_q, T_k)
+    a_out = a if keep is None else a * keep / (1 - p)  # the weights that made out
+    da = dout @ v.transpose(-2, -1)  # step 1: (..., T_q, T_k), the gradient of A_out
+    if keep is not None:
+        da.mul_(keep).mul_(1 / (1 - p))  # through the dropout: dA = dA_drop * keep / (1 - p)
     # step 2, dS = A * (dA - rowsum(dA * A)), times the scale of S, in place on dA's buffer
     ds = da.sub_((da * a).sum(dim=-1, keepdim=True)).mul_(a).mul_(q.shape[-1] ** -0.5)
-    return ds @ k, ds.transpose(-2, -1) @ q, a.transpose(-2, -1) @ dout  # step 3
+    return ds @ k, ds.transpose(-2, -1) @ q, a_out.transpose(-2, -1) @ dout  # step 3
 
 
 class _Attention(torch.autograd.Function):
     """Scaled dot-product attention whose backward is ``attention_backward``'s, in torch."""
 
     @staticmethod
-    def forward(ctx, q, k, v, mask):
+    def forward(ctx, q, k, v, mask, p):
         a = _attention_weights(q, k, mask)  # (..., T_q, T_k)
         # a query with every key hidden gets NaN weights from the softmax: 0 by the course's rule
         if mask is not None and (a.device.type != "cpu" or not bool(mask.any(dim=-1).all())):
             a = a.nan_to_num_(0.0)  # (the test reads the mask's own small shape; on a GPU it
             # would wait for the device, where one more pass costs less)
-        ctx.save_for_backward(q, k, v, a)
+        a_out, keep = _dropped(a, p)
+        ctx.save_for_backward(q, k, v, a, keep)
+        ctx.p = p
         ctx.mark_non_differentiable(a)
-        return a @ v, a
+        return a_out @ v, a
 
     @staticmethod
     def backward(ctx, dout, _):
-        return (*_attend_backward(dout, *ctx.saved_tensors), None)
+        return (*_attend_backward(dout, *ctx.saved_tensors, ctx.p), None, None)
 
 
 class _SelfAttention(torch.autograd.Function):
@@ -278,7 +291,7 @@ class _SelfAttention(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, qkv, n_heads, bias):
+    def forward(ctx, qkv, n_heads, bias, p):
         B, T, width = qkv.shape
         d_k = width // (3 * n_heads)
         q, k, v = qkv.view(B, T, 3, n_heads, d_k).permute(2, 0, 3, 1, 4).contiguous()
@@ -286,19 +299,22 @@ class _SelfAttention(torch.autograd.Function):
         scores = torch.baddbmm(bias if bias is not None else qkv.new_zeros(()), q.view(rows),
                                k.view(rows).transpose(-2, -1), alpha=d_k ** -0.5)
         a = torch.softmax(scores, dim=-1).view(B, n_heads, T, T)  # max-subtracted, fused
-        ctx.save_for_backward(q, k, v, a)
+        a_out, keep = _dropped(a, p)
+        ctx.save_for_backward(q, k, v, a, keep)
+        ctx.p = p
         ctx.mark_non_differentiable(a)
-        return merge_heads(a @ v), a  # (B, T, n_heads * d_k)
+        return merge_heads(a_out @ v), a  # (B, T, n_heads * d_k)
 
     @staticmethod
     def backward(ctx, dconcat, _):
-        q, k, v, a = ctx.saved_tensors
+        q, k, v, a, keep = ctx.saved_tensors
         B, n_heads, T, d_k = q.shape
         dout = split_heads(dconcat, n_heads).contiguous()  # (B, n_heads, T, d_k)
         dqkv = torch.empty(B, T, 3, n_heads, d_k, dtype=a.dtype, device=a.device)  # as qkv
-        for into, grad in zip(dqkv.permute(2, 0, 3, 1, 4), _attend_backward(dout, q, k, v, a)):
+        grads = _attend_backward(dout, q, k, v, a, keep, ctx.p)  # dq, dk, dv
+        for into, grad in zip(dqkv.permute(2, 0, 3, 1, 4), grads):
             into.copy_(grad)  # each head's rows back to its columns of qkv
-        return dqkv.view(B, T, 3 * n_heads * d_k), None, None
+        return dqkv.view(B, T, 3 * n_heads * d_k), None, None, None
 
 
 @lru_cache(maxsize=64)
@@ -316,23 +332,42 @@ def _causal_bias_torch(T: int, device, dtype) -> torch.Tensor:
         ~_causal_mask_torch(T, T, device), float("-inf"))
 
 
-def attention_torch(q, k, v, mask=None):
+def attention_torch(q, k, v, mask=None, dropout=0.0):
     """``attention_forward`` in torch, on whatever device the tensors live.
 
     q, k, v as in ``attention_forward`` with the same leading axes (no broadcasting
-    between them); mask a bool tensor broadcastable to (..., T_q, T_k).
-    Returns out (..., T_q, d_v) and the weights A (..., T_q, T_k), which carry no gradient.
+    between them); mask a bool tensor broadcastable to (..., T_q, T_k); ``dropout`` the rate
+    at which attention weights are dropped (``_dropped``; 0 outside training).
+    Returns out (..., T_q, d_v) and the weights A (..., T_q, T_k) before any dropout, which
+    carry no gradient.
     """
-    return _Attention.apply(q, k, v, mask)
+    return _Attention.apply(q, k, v, mask, dropout)
 
 
-def attention_autograd_torch(q, k, v, mask=None):
-    """The same forward written with plain torch ops, differentiated by torch autograd."""
+def attention_autograd_torch(q, k, v, mask=None, dropout=0.0):
+    """The same forward written with plain torch ops, differentiated by torch autograd (the
+    same dropout draws as ``attention_torch`` after the same seed)."""
     s = q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5
     if mask is not None:
         s = s.masked_fill(~mask, float("-inf"))
     a = torch.softmax(s, dim=-1).nan_to_num(0.0)  # fully masked rows: NaN -> 0
-    return a @ v, a
+    return _dropped(a, dropout)[0] @ v, a
+
+
+def self_attention_torch(qkv, n_heads, bias=None, dropout=0.0):
+    """Multi-head self-attention from the packed projections: qkv (B, T, 3 d_model) -> the
+    concatenated heads (B, T, d_model) and the weights A (B, n_heads, T, T), no gradient.
+    ``bias``: None or the additive mask (T, T) (``_causal_bias_torch``). The hand-derived
+    backward, with the heads laid out once (``_SelfAttention`` says why)."""
+    return _SelfAttention.apply(qkv, n_heads, bias, dropout)
+
+
+def self_attention_autograd_torch(qkv, n_heads, bias=None, dropout=0.0):
+    """``self_attention_torch`` in plain torch ops, differentiated by torch autograd."""
+    q, k, v = (split_heads(t, n_heads) for t in qkv.chunk(3, dim=-1))
+    s = q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5
+    a = torch.softmax(s if bias is None else s + bias, dim=-1)
+    return merge_heads(_dropped(a, dropout)[0] @ v), a
 
 
 class MultiHeadAttention(nn.Module):
@@ -351,19 +386,29 @@ class MultiHeadAttention(nn.Module):
     ``course_lib.flash.flash_attention`` (notebook 07), the same numbers and gradients
     without ever forming T_q x T_k weights, so ``self.attention`` stays None and
     ``weights()`` refuses.
+
+    ``dropout``: the rate at which attention weights are dropped in training (GPT-2's and
+    nanoGPT's attention dropout; ``_dropped``), textbook path only: the flash kernels have
+    none. ``self.attention`` keeps the weights before dropout.
     """
 
-    def __init__(self, d_model: int, n_heads: int, flash: bool = False):
+    def __init__(self, d_model: int, n_heads: int, flash: bool = False, dropout: float = 0.0):
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
-        self.n_heads, self.flash = n_heads, flash
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout={dropout}: a rate in [0, 1) is needed")
+        if flash and dropout:
+            raise ValueError("the flash attention kernels have no dropout on the attention "
+                             "weights: use dropout=0 with flash=True, or flash=False")
+        self.n_heads, self.flash, self.dropout = n_heads, flash, dropout
         std = d_model ** -0.5
         self.W_q, self.W_k, self.W_v, self.W_o = (
             nn.Parameter(torch.randn(d_model, d_model) * std) for _ in range(4))
         self.attention = None
 
     def forward(self, x_q, x_kv=None, mask=None, cache: dict | None = None, causal=False):
+        p = self.dropout if self.training else 0.0
         if x_kv is None or x_kv is x_q:  # self-attention: one product for Q, K and V
             x_kv = x_q
             W_qkv = torch.cat((self.W_q, self.W_k, self.W_v), dim=1)  # (d_model, 3 d_model)
@@ -371,7 +416,7 @@ class MultiHeadAttention(nn.Module):
             if cache is None and not self.flash and mask is None and qkv.ndim == 3:  # training
                 T = x_q.shape[-2]
                 bias = _causal_bias_torch(T, qkv.device, qkv.dtype) if causal else None
-                concat, self.attention = _SelfAttention.apply(qkv, self.n_heads, bias)
+                concat, self.attention = self_attention_torch(qkv, self.n_heads, bias, p)
                 return concat @ self.W_o  # (B, T, d_model)
             qkv = qkv.split(self.W_q.shape[1], dim=-1)  # 3 x (B, T, d_model)
         else:
@@ -392,7 +437,7 @@ class MultiHeadAttention(nn.Module):
             if causal:
                 visible = _causal_mask_torch(q.shape[-2], k.shape[-2], q.device)
                 mask = visible if mask is None else mask & visible
-            heads, self.attention = attention_torch(q, k, v, mask)  # (B, n_heads, T_q, d_k)
+            heads, self.attention = attention_torch(q, k, v, mask, p)  # (B, n_heads, T_q, d_k)
         return merge_heads(heads) @ self.W_o  # (B, T_q, d_model)
 
     def weights(self):

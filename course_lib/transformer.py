@@ -283,7 +283,8 @@ class GPTConfig:
     n_heads: int = 4
     n_layers: int = 4
     d_ff: int | None = None  # 4 * d_model when None, as in GPT
-    dropout: float = 0.0
+    dropout: float = 0.0  # on the embeddings and on each sublayer's output
+    attn_dropout: float = 0.0  # on the attention weights, not with flash (nanoGPT: = dropout)
     flash: bool = False  # attention by course_lib.flash (notebook 07); keeps no weights
 
 
@@ -329,7 +330,7 @@ class GPTBlock(nn.Module):
     def __init__(self, cfg: GPTConfig):
         super().__init__()
         self.norm1, self.norm2 = LayerNorm(cfg.d_model), LayerNorm(cfg.d_model)
-        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.flash)
+        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.flash, cfg.attn_dropout)
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff or 4 * cfg.d_model)
         self.drop = nn.Dropout(cfg.dropout)
 

@@ -220,6 +220,10 @@ def test_self_attention_path_matches_numpy_reference(rng, causal):
                       staticmethod(lambda *args: calls.append(1) or original(*args)))
         out = module(x_t, causal=causal)
     assert calls, "self-attention did not take _SelfAttention"
+    (x_a,) = _torch(x, grad=True)  # the same through plain autograd
+    bias = att._causal_bias_torch(5, x_a.device, x_a.dtype) if causal else None
+    W_qkv = torch.cat((module.W_q, module.W_k, module.W_v), dim=1)
+    auto = att.self_attention_autograd_torch(x_a @ W_qkv, 2, bias)[0] @ module.W_o
     dout = rng.standard_normal(out.shape)
     out.backward(torch.from_numpy(dout))
     mask = att.causal_mask(5) if causal else None
@@ -231,6 +235,9 @@ def test_self_attention_path_matches_numpy_reference(rng, causal):
     for t, r in zip((x_t.grad, module.W_q.grad, module.W_k.grad, module.W_v.grad,
                      module.W_o.grad), (dx_q + dx_kv, *dW)):
         assert np.allclose(t.numpy(), r, rtol=1e-10, atol=1e-12)
+    assert np.allclose(auto.detach().numpy(), ref_out, rtol=1e-10, atol=1e-12)
+    auto.backward(torch.from_numpy(dout))
+    assert np.allclose(x_a.grad.numpy(), dx_q + dx_kv, rtol=1e-10, atol=1e-12)
 
 
 def test_self_attention_path_takes_low_precision():
@@ -250,6 +257,66 @@ def test_self_attention_path_takes_low_precision():
     assert torch.isfinite(out.float()).all()
 
 
+@pytest.mark.parametrize("path", ["attention_torch", "self-attention"])
+def test_attention_dropout_backward_matches_autograd(rng, path):
+    """The hand-derived backward through dropped weights (dA = dA_drop * keep / (1 - p) before
+    the softmax's JVP; dV from the dropped weights) against autograd on the same draws, and
+    torch's gradcheck with the draws fixed by a seed."""
+    p = 0.3
+    if path == "attention_torch":
+        q, k, v = _torch(*(rng.standard_normal((2, 6, 4)) for _ in range(3)), grad=True)
+        mask = torch.from_numpy(att.causal_mask(6))
+
+        def course(q, k, v):
+            torch.manual_seed(7)
+            return att.attention_torch(q, k, v, mask, p)[0]
+
+        def reference(q, k, v):
+            torch.manual_seed(7)
+            return att.attention_autograd_torch(q, k, v, mask, p)[0]
+        inputs = (q, k, v)
+    else:
+        module = att.MultiHeadAttention(8, 2, dropout=p).double()
+        (x,) = _torch(rng.standard_normal((2, 6, 8)), grad=True)
+        mask = torch.from_numpy(att.causal_mask(6))
+
+        def course(x):
+            torch.manual_seed(7)
+            return module(x, causal=True)
+
+        def reference(x):
+            torch.manual_seed(7)
+            q, k, v = (att.split_heads(x @ W, 2) for W in (module.W_q, module.W_k, module.W_v))
+            return att.merge_heads(att.attention_autograd_torch(q, k, v, mask, p)[0]) @ module.W_o
+        inputs = (x,)
+    out = course(*inputs)
+    ref = reference(*inputs)
+    assert torch.allclose(out, ref, rtol=1e-10, atol=1e-12)
+    dout = torch.from_numpy(rng.standard_normal(out.shape))
+    for g, r in zip(torch.autograd.grad(out, inputs, dout), torch.autograd.grad(ref, inputs, dout)):
+        assert torch.allclose(g, r, rtol=1e-10, atol=1e-12)
+    assert torch.autograd.gradcheck(course, inputs)
+
+
+def test_attention_dropout_drops_at_its_rate_and_only_in_training():
+    a_out, keep = att._dropped(torch.full((200, 200), 0.5), 0.25)
+    assert abs(1 - keep.float().mean().item() - 0.25) < 0.01  # 40,000 draws
+    assert torch.equal(a_out[keep], torch.full_like(a_out[keep], 0.5 / 0.75))  # rescaled
+    assert torch.equal(a_out[~keep], torch.zeros_like(a_out[~keep]))
+    torch.manual_seed(0)
+    module, plain = att.MultiHeadAttention(64, 4, dropout=0.25), att.MultiHeadAttention(64, 4)
+    plain.load_state_dict(module.state_dict())
+    x = torch.randn(8, 32, 64)
+    assert not torch.allclose(module(x, causal=True), plain(x, causal=True))  # training
+    assert torch.equal(module.attention, plain.attention)  # the weights kept: before dropout
+    module.eval()
+    assert torch.equal(module(x, causal=True), plain(x, causal=True))
+    with pytest.raises(ValueError, match="flash"):
+        att.MultiHeadAttention(64, 4, flash=True, dropout=0.1)
+    with pytest.raises(ValueError, match="rate"):
+        att.MultiHeadAttention(64, 4, dropout=1.0)
+
+
 def test_custom_backward_takes_the_mixed_dtypes_of_autocast():
     """Under CUDA autocast the matrix products give bfloat16 q, k, v and dout while the weights
     A (exp, sum: float32 ops there) stay float32: the backward must not mix them in one product.
@@ -263,7 +330,8 @@ def test_custom_backward_takes_the_mixed_dtypes_of_autocast():
     expected = torch.autograd.grad(out, (qb, kb, vb), db)
 
     class Ctx:
-        saved_tensors = (qb.bfloat16(), kb.bfloat16(), vb.bfloat16(), a)
+        saved_tensors = (qb.bfloat16(), kb.bfloat16(), vb.bfloat16(), a, None)  # no dropout
+        p = 0.0
     grads = att._Attention.backward(Ctx, db.bfloat16(), None)[:3]
     for g, e in zip(grads, expected):
         assert g.dtype == torch.float32 and torch.allclose(g, e, atol=1e-5)

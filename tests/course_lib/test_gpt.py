@@ -70,6 +70,7 @@ def test_gradients_of_the_whole_model_equal_plain_autograd(monkeypatch):
     loss.backward()
     ours = {name: p.grad.clone() for name, p in model.named_parameters()}
     monkeypatch.setattr(attention, "attention_torch", attention.attention_autograd_torch)
+    monkeypatch.setattr(attention, "self_attention_torch", attention.self_attention_autograd_torch)
     monkeypatch.setattr(layernorm, "layer_norm_torch",
                         lambda x, g, b, eps=layernorm.EPS: F.layer_norm(x, g.shape, g, b, eps))
     model.zero_grad()
@@ -127,3 +128,15 @@ def test_cache_timings_compare_equal_outputs():
     assert [r["length"] for r in rows] == [4, 12]
     assert all(r["no_cache"] > 0 and r["cache"] > 0 and r["ratio"] == r["no_cache"] / r["cache"]
                for r in rows)
+
+
+def test_attention_dropout_reaches_every_block_and_refuses_flash():
+    sizes = dict(block_size=9, d_model=16, n_heads=2, n_layers=2, attn_dropout=0.2)
+    model = tf.GPT(tf.GPTConfig(13, **sizes))
+    assert [b.attn.dropout for b in model.blocks] == [0.2, 0.2]
+    idx = _idx()
+    assert not torch.equal(model(idx)[0], model(idx)[0])  # training: new draws each time
+    model.eval()
+    torch.testing.assert_close(model(idx)[0], model(idx)[0])  # none outside training
+    with pytest.raises(ValueError, match="flash"):
+        tf.GPT(tf.GPTConfig(13, flash=True, **sizes))
