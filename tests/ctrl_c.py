@@ -1,7 +1,8 @@
 """Ctrl-C (SIGINT) as a process takes it, read from /proc: the tests that press Ctrl-C in a
 command check that it would hear it, and every test that its process still does afterwards
-(``conftest.ctrl_c_kept``). A Python started with SIGINT ignored keeps it ignored, so a test
-run whose worker inherited that would test nothing."""
+(``conftest.ctrl_c_kept``, through ``put_back``); a test that presses it in its own process
+takes it as a terminal's Python would (``pythons_ctrl_c``). A Python started with SIGINT
+ignored keeps it ignored, so a test run whose worker inherited that would test nothing."""
 from __future__ import annotations
 
 import os
