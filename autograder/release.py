@@ -13,7 +13,7 @@ from nbgrader.apps import NbGraderAPI
 from traitlets.config import Config
 
 from autograder.config import REPO, SOLUTIONS, configure
-from autograder.pipeline.course import GradingError, new_course, require_success
+from autograder.pipeline.course import GradingError, new_course, run_step
 
 
 def assignments() -> list[str]:
@@ -40,7 +40,7 @@ def generate(names: list[str] | None = None, root: Path = REPO) -> list[Path]:
         release = root / "release"
     written = []
     for name in names:
-        require_success(api.generate_assignment(name), f"generate_assignment {name}")
+        run_step(lambda: api.generate_assignment(name), f"generate_assignment {name}")
         written += sorted((release / name).glob("*.ipynb"))
     return written
 

@@ -123,6 +123,11 @@ class Run:
             self.hit = (self.step, self.train_s)
         return loss
 
+    @property
+    def best(self):
+        """(step, training seconds, validation loss) of the evaluation with the lowest loss."""
+        return min(self.curve, key=lambda c: c[2])
+
     def done(self, time_limit):
         return self.hit is not None or self.step >= self.r["steps"] or self.train_s >= time_limit
 
@@ -178,7 +183,7 @@ def main(argv=None):
                       f"{run.step_ms[-1]:>9.1f}", flush=True)
     print()
     for run in runs:
-        step, seconds, best = min(run.curve, key=lambda c: c[2])
+        step, seconds, best = run.best
         hit = f"val loss {args.target} at step {run.hit[0]}, {run.hit[1]:.1f} s" if run.hit else \
             f"did not reach {args.target} (best {best:.4f}, at step {step}, {seconds:.1f} s)"
         print(f"{run.name}: {hit}; median {statistics.median(run.step_ms):.1f} ms per step "
@@ -191,7 +196,7 @@ def main(argv=None):
             print(f"time to val loss {args.target}: course / nanoGPT = {course.hit[1]:.1f} s / "
                   f"{base.hit[1]:.1f} s = {course.hit[1] / base.hit[1]:.2f}")
         else:
-            both = max(min(c[2] for c in run.curve) for run in runs)  # the higher best
+            both = max(run.best[2] for run in runs)  # the higher best
             (_, t_base), (_, t_course) = (first_at(run.curve, both) for run in (base, course))
             print(f"no time ratio at {args.target}: a run did not reach it. To {both:.4f}, "
                   f"the loss both reached: course / nanoGPT = {t_course:.1f} s / {t_base:.1f} s = "

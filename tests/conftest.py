@@ -1,5 +1,4 @@
 import os
-import signal
 import sys
 import warnings
 from pathlib import Path
@@ -8,7 +7,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # so tests can `import helpers`, `ctrl_c`, ...
 
-from ctrl_c import sigint_state  # noqa: E402 (after the path it is found on)
+from ctrl_c import put_back, sigint_now  # noqa: E402 (after the path it is found on)
 
 # Under pytest-xdist every worker runs notebooks whose kernels train with torch. Each torch
 # process would start one thread per core, and two workers' threads then fight over the
@@ -36,12 +35,10 @@ def ctrl_c_kept(request):
     the tests that press Ctrl-C in a command (classroom/test_regrade.py, test_classroom.py)
     would test nothing. Where the course's own code did it, an instructor's Python would lose
     Ctrl-C too."""
-    before = signal.getsignal(signal.SIGINT), sigint_state()
+    before = sigint_now()
     yield
-    after = signal.getsignal(signal.SIGINT), sigint_state()
+    after = sigint_now()
     if after != before:
+        kept = put_back(before)
         warnings.warn(f"{request.node.nodeid} left Ctrl-C (SIGINT) as (handler, state) = {after}, "
-                      f"found as {before}: restored")
-        signal.signal(signal.SIGINT, before[0])
-        if after[1]["blocked"] and not before[1]["blocked"]:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+                      f"found as {before}: restored" + (f", but {kept}" if kept else ""))

@@ -218,7 +218,7 @@ def _ensure_assignment(course_root: Path, assignment: str, config) -> None:
     from nbgrader.api import Gradebook, MissingEntry
     from nbgrader.apps import NbGraderAPI
 
-    from autograder.pipeline.course import require_success
+    from autograder.pipeline.course import run_step
 
     db = course_root / "gradebook.db"
     if db.exists():
@@ -228,7 +228,8 @@ def _ensure_assignment(course_root: Path, assignment: str, config) -> None:
                     return
             except MissingEntry:
                 pass
-    require_success(NbGraderAPI(config=config).generate_assignment(assignment), f"generate_assignment {assignment}")
+    run_step(lambda: NbGraderAPI(config=config).generate_assignment(assignment),
+             f"generate_assignment {assignment}")
 
 
 def export_csv(course_root: Path, csv_path: Path) -> Path:

@@ -113,7 +113,7 @@ def _feedback_with_manual_grades(course_root: Path, assignment: str) -> None:
     # lazy: nbgrader, which these import, is slow to import (see grade.py)
     from nbgrader.api import Gradebook
     from nbgrader.apps import NbGraderAPI
-    from autograder.pipeline.course import require_success
+    from autograder.pipeline.course import run_step
 
     with Gradebook(f"sqlite:///{course_root / 'gradebook.db'}") as gb:
         by_hand = sorted({sub.student.id for sub in gb.assignment_submissions(assignment)
@@ -122,16 +122,16 @@ def _feedback_with_manual_grades(course_root: Path, assignment: str) -> None:
                           or any(c.manual_comment for c in nb.comments)})
     api = NbGraderAPI(config=course_config(course_root))
     for student in by_hand:
-        require_success(api.generate_feedback(assignment, student), f"generate_feedback {student}")
+        run_step(lambda: api.generate_feedback(assignment, student), f"generate_feedback {student}")
 
 
 def _release(course_root: Path, assignment: str, students: list[str]) -> list[str]:
     """``nbgrader release_feedback`` for each of ``students``; the ones released."""
     # lazy: as above
     from nbgrader.apps import NbGraderAPI
-    from autograder.pipeline.course import require_success
+    from autograder.pipeline.course import run_step
 
     api = NbGraderAPI(config=course_config(course_root))
     for student in students:
-        require_success(api.release_feedback(assignment, student), f"release_feedback {student}")
+        run_step(lambda: api.release_feedback(assignment, student), f"release_feedback {student}")
     return students

@@ -60,7 +60,7 @@ def release_solutions(assignment: str, course_root: Path, before_due: bool = Fal
     from nbgrader.apps import NbGraderAPI
     from nbgrader.utils import temp_attrs
     from autograder.classroom.journal import course_config
-    from autograder.pipeline.course import GradingError, require_success
+    from autograder.pipeline.course import GradingError, run_step
 
     config = course_config(course_root)
     sources = sorted((SOLUTIONS / assignment).glob("*.ipynb"))
@@ -82,5 +82,5 @@ def release_solutions(assignment: str, course_root: Path, before_due: bool = Fal
             (Path(tmp) / name).mkdir(exist_ok=True)
             nbformat.write(readable(nbformat.read(path, as_version=4), assignment), Path(tmp) / name / path.name)
         with temp_attrs(api.coursedir, release_directory=tmp):  # an absolute path: no copy in the course
-            require_success(api.release_assignment(name), f"release_assignment {name}")
+            run_step(lambda: api.release_assignment(name), f"release_assignment {name}")
     return name

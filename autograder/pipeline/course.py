@@ -11,10 +11,10 @@ the autograded notebook and the HTML feedback.
 from __future__ import annotations
 
 import hashlib
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import nbformat
 from nbgrader.api import Gradebook
@@ -23,7 +23,8 @@ from traitlets.config import Config
 
 from autograder.config import configure
 from autograder.paths import SOLUTIONS
-from autograder.pipeline.sandbox import SandboxUnavailable
+from autograder.pipeline.execute import watch_sandbox
+from autograder.pipeline.interrupt import watch_ctrl_c
 from autograder.startup import quick_alembic_head
 
 
@@ -32,23 +33,29 @@ class GradingError(RuntimeError):
 
 
 class SandboxError(GradingError):
-    """The grading sandbox could not run the notebook (it could not start a kernel, or isolation
-    is required and missing); the message says why in one line."""
+    """The grading sandbox could not run the notebook (it could not start the notebook's first
+    kernel, or isolation is required and missing); the message says why in one line."""
 
 
-def require_success(app_result: dict, what: str) -> None:
-    """Raise ``GradingError`` unless nbgrader's step ``what`` succeeded: ``SandboxError`` with the
-    one line that says why when the grading sandbox could not start (``execute.py``), else with
-    nbgrader's log; ``KeyboardInterrupt`` again when Ctrl-C stopped the step."""
-    if app_result.get("success"):
+def run_step(step: Callable[[], dict], what: str) -> None:
+    """Run nbgrader's step ``what`` (``step``: a call of nbgrader's API, which answers with a
+    ``capture_log`` dictionary) and raise ``GradingError`` unless it succeeded: ``SandboxError``
+    with the one line that says why when the grading sandbox could not run the notebook,
+    ``KeyboardInterrupt`` again when Ctrl-C stopped the step, else with nbgrader's log.
+
+    Both are told by the grader's own records (``execute.watch_sandbox``,
+    ``interrupt.watch_ctrl_c``), never by the answer's text: the learner's kernel can write into
+    nbgrader's log, and a failure's traceback may end in any line.
+    """
+    with watch_ctrl_c() as pressed, watch_sandbox() as unavailable:
+        result = step()
+    if result.get("success"):
         return
-    if (app_result.get("error") or "").rstrip().endswith("\nKeyboardInterrupt"):
+    if pressed():
         raise KeyboardInterrupt  # nbgrader's API catches whatever stopped its step, Ctrl-C too
-    said = f"{app_result.get('error') or ''}\n{app_result.get('log') or ''}"
-    cause = re.search(rf"{SandboxUnavailable.__name__}: (.+)", said)
-    if cause:
-        raise SandboxError(cause.group(1).strip())
-    raise GradingError(f"nbgrader {what} failed:\n{app_result.get('error') or app_result.get('log')}")
+    if unavailable:
+        raise SandboxError(unavailable[-1])
+    raise GradingError(f"nbgrader {what} failed:\n{result.get('error') or result.get('log')}")
 
 
 def new_course(root: Path) -> NbGraderAPI:
@@ -86,7 +93,7 @@ class ScratchCourse:
         self.root, self.assignment = Path(root), assignment
         self.root.mkdir(parents=True, exist_ok=True)
         self.api = new_course(self.root)
-        require_success(self.api.generate_assignment(assignment), "generate_assignment")
+        run_step(lambda: self.api.generate_assignment(assignment), "generate_assignment")
         self.blank_gradebook = (self.root / "gradebook.db").read_bytes()
 
     def grade(self, nb: nbformat.NotebookNode, student: str, notebook: str,
@@ -112,9 +119,9 @@ class ScratchCourse:
         nbformat.write(nb, dest / notebook)
         if timestamp:
             (dest / "timestamp.txt").write_text(timestamp)
-        require_success(self.api.autograde(self.assignment, student), "autograde")
+        run_step(lambda: self.api.autograde(self.assignment, student), "autograde")
         if feedback:
-            require_success(self.api.generate_feedback(self.assignment, student), "generate_feedback")
+            run_step(lambda: self.api.generate_feedback(self.assignment, student), "generate_feedback")
         stem = Path(notebook).stem
         with Gradebook(f"sqlite:///{self.root / 'gradebook.db'}") as gb:
             saved = gb.find_submission_notebook(stem, self.assignment, student)

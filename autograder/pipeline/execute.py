@@ -11,7 +11,8 @@
 3. survives every fault: a cell that runs past ``cell_timeout``, a kernel that dies
    (``os._exit``, a crash, the memory limit) is stopped and marked with a ``GradingFault``
    error naming the cause; the kernel is started again and the cells before it are run
-   again, without the faulty ones, so the others are still graded. Output past
+   again, without the faulty ones, so the others are still graded (a kernel that does not
+   start again fails the grading: the notebook's code ran in that sandbox). Output past
    ``output_limit`` characters in a cell, or past ``notebook_limit`` in all cells but the
    graded ones together, is dropped: the grader holds the outputs, whatever the code prints.
    The whole run stops after ``time_budget`` seconds; cells not reached are marked.
@@ -22,8 +23,10 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import contextmanager
 from subprocess import DEVNULL
 from time import monotonic
+from typing import Iterator
 
 import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
@@ -43,6 +46,26 @@ FAULT = "GradingFault"
 # where the grader records a cell's fault: the cell's metadata, which the kernel cannot write
 # (an error output named GradingFault can be raised by the learner's own code)
 FAULT_KEY = "autograder_fault"
+
+_unavailable = threading.local()  # .reasons: the list ``watch_sandbox`` hands out, while it watches
+
+
+@contextmanager
+def watch_sandbox() -> Iterator[list[str]]:
+    """Within the block, why ``SandboxedExecute`` (in this thread) could not run a notebook in
+    the sandbox: one line per ``SandboxUnavailable`` it raised, recorded by the grader itself.
+
+    nbgrader answers a failed step with text (its log, a traceback) that the learner's kernel
+    can write into (a message type nbclient logs as unhandled, say), so that text cannot tell
+    the sandbox's failure from the notebook's; a ``SandboxError`` makes the one-notebook grader
+    grade again without the sandbox (``grading.grade_notebook``).
+    """
+    outer = getattr(_unavailable, "reasons", None)
+    _unavailable.reasons = reasons = []
+    try:
+        yield reasons
+    finally:
+        _unavailable.reasons = outer
 
 
 class _Tail:
@@ -173,6 +196,15 @@ class SandboxedExecute(NbGraderPreprocessor):
                               "False: without it.").tag(config=True)
 
     def preprocess(self, nb, resources):
+        try:
+            return self._preprocess(nb, resources)
+        except SandboxUnavailable as err:  # raised by the grader's own code only (see watch_sandbox)
+            reasons = getattr(_unavailable, "reasons", None)
+            if reasons is not None:
+                reasons.append(str(err))
+            raise
+
+    def _preprocess(self, nb, resources):
         info = resources.get("nbgrader", {})
         teaching = teaching_sources(info["assignment"], info["notebook"])
         to_run = [i for i, c in enumerate(nb.cells)
@@ -198,14 +230,18 @@ class SandboxedExecute(NbGraderPreprocessor):
     def _run(self, nb, box: Sandbox, to_run: list[int]) -> dict[int, str]:
         faults: dict[int, str] = {}
         deadline = monotonic() + self.time_budget
+        again = False
         while True:
             try:
-                self._run_once(nb, box, [i for i in to_run if i not in faults], faults, deadline)
+                self._run_once(nb, box, [i for i in to_run if i not in faults], faults, deadline, again)
                 return faults
             except _Restart:
-                continue
+                again = True
 
-    def _run_once(self, nb, box, cells, faults, deadline) -> None:
+    def _run_once(self, nb, box, cells, faults, deadline, again: bool = False) -> None:
+        """Run ``cells`` in a new kernel; ``again``: one has run in this sandbox before, so a
+        kernel that does not start may be the learner's doing (its sockets' paths taken in a
+        /tmp that outlives the kernel), not the sandbox's."""
         km = SandboxKernelManager(kernel_name=KERNEL_NAME, sandbox=box, transport="ipc",
                                   ip=box.sockets,
                                   connection_file=str(box.comm / "kernel.json"),
@@ -223,8 +259,10 @@ class SandboxedExecute(NbGraderPreprocessor):
         except Exception as err:
             if started:
                 raise
-            raise SandboxUnavailable(f"the grading sandbox could not start a kernel: "
-                                     f"{said.last_line() or err}"[:500]) from err
+            why = f"{said.last_line() or err}"[:500]
+            if again:
+                raise RuntimeError(f"the kernel did not start again after a cell stopped it: {why}") from err
+            raise SandboxUnavailable(f"the grading sandbox could not start a kernel: {why}"[:500]) from err
 
     def _run_cells(self, nb, client, cells, faults, deadline) -> None:
         """Run ``cells`` in the started kernel; a stopped cell restarts the notebook (``_Restart``)."""

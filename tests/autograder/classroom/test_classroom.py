@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import glob
-import os
 import random
 import re
 import shutil
@@ -25,7 +24,7 @@ from nbformat.v4 import new_code_cell
 
 from autograder.classroom.journal import Journal
 from autograder.pipeline.course import new_course
-from ctrl_c import sigint_unheard, terminal_ctrl_c
+from ctrl_c import assert_hears_ctrl_c, terminal_ctrl_c
 from helpers import NOTEBOOKS, SOLUTIONS, mutant, outputs_as_saved, padded_notebook, saved_outputs
 
 ASSIGNMENT = "00_start_here"
@@ -144,9 +143,7 @@ def _interrupt(proc: subprocess.Popen, how: signal.Signals) -> None:
     """Send ``how`` to the grading command; wait until it and its graders are gone."""
     family = psutil.Process(proc.pid).children(recursive=True) if proc.poll() is None else []
     if how == signal.SIGINT and proc.poll() is None:
-        unheard = sigint_unheard(proc.pid)
-        assert not unheard, f"the grade would not hear Ctrl-C: {unheard}; this test's process: " \
-            f"{sigint_unheard(os.getpid()) or 'hears it'}"
+        assert_hears_ctrl_c(proc.pid, "the grade")
     proc.send_signal(how)
     proc.wait(timeout=60)
     gone, alive = psutil.wait_procs(family, timeout=20)

@@ -399,6 +399,46 @@ def test_a_fault_costs_only_its_exercise(tmp_path, guarded, fault):
     assert jvp.points == 2, jvp.messages
 
 
+# --- the sandbox's failure, feigned: graded again without it? ---------------------------------
+FEIGNED = {  # each fails the grading in the sandbox only, where the reference is out of reach
+    "its words in nbgrader's log (a message type nbclient logs as unhandled)":
+        "    k = get_ipython().kernel\n"
+        "    k.session.send(k.iopub_socket, 'SandboxUnavailable: bubblewrap is not installed', {},\n"
+        "                   parent=k.get_parent())\n"
+        "    k.session.send(k.iopub_socket, 'display_data', {'transient': 'fails nbclient', 'data': {},\n"
+        "                   'metadata': {}}, parent=k.get_parent())\n",
+    "a kernel that cannot start again (its sockets' paths taken)": pytest.param(
+        "    import glob, os\n"
+        "    for path in glob.glob('/tmp/.kernel-*'):\n"
+        "        os.remove(path)\n"
+        "        os.makedirs(path + '/taken')\n"
+        "    os._exit(1)\n",
+        marks=pytest.mark.skipif(os.geteuid() != 0, reason="a sandbox's /tmp outlives its kernel "
+                                 "only where the grader is root (sandbox._scratch_tmpfs)")),
+}
+
+
+@pytest.mark.parametrize("feign", FEIGNED.values(), ids=list(FEIGNED))
+def test_a_notebook_cannot_pass_its_own_failure_off_as_the_sandboxs(tmp_path, guarded, monkeypatch, feign):
+    """Where the sandbox cannot start a kernel, a learner's ``submit`` grades without it
+    (isolation "auto", ``grading.grade_notebook``). A notebook that fails in the sandbox looking
+    like that, to be graded again outside it and use the reference there, is not graded."""
+    from autograder.pipeline.course import GradingError, SandboxError
+    from autograder.pipeline.sandbox import ISOLATION_ENV, isolation
+
+    monkeypatch.setenv(ISOLATION_ENV, "auto")
+    if not isolation()[0]:
+        pytest.skip("no sandbox here: the notebook is graded without it anyway")
+    softmax = ("try:  # outside the sandbox only\n"
+               f"    ns = {{}}\n    exec(open({str(REPO / 'course_lib' / 'softmax.py')!r}).read(), ns)\n"
+               "    ready = ns['softmax']\n"
+               "except OSError:\n" + feign +
+               "def softmax(z, axis=-1):\n    return ready(z, axis)\n")
+    with pytest.raises(GradingError) as failed:
+        grade(submission(tmp_path, softmax=softmax))
+    assert not isinstance(failed.value, SandboxError), failed.value
+
+
 BYSTANDER_FAULTS = {
     "an endless loop in a cell of its own": "while True:\n    pass\n",
     "IPython's exit()": "exit()\n",
