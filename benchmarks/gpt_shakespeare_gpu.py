@@ -15,8 +15,9 @@ the end.
   --nanogpt (a clone of github.com/karpathy/nanoGPT; never committed here); without it only
   the course's model runs, and the output says so.
 - ``course``: ``course_lib.transformer.GPT`` (hand-derived attention and layer-norm backward
-  passes; ReLU); with --flash its attention is ``course_lib.flash`` (notebook 07's Triton
-  kernels on a CUDA GPU).
+  passes; ReLU), with the recipe's dropout on the attention weights too, as nanoGPT has it;
+  with --flash its attention is ``course_lib.flash`` (notebook 07's Triton kernels on a CUDA
+  GPU), which has no dropout on the weights, so that run has none there (the output says so).
 
 Neither model is compiled (nanoGPT's config compiles by default; that is a separate speed-up
 for both). Both draw the same training batches, follow the same learning-rate schedule
@@ -62,7 +63,7 @@ def course_model(vocab_size, r, flash):
     torch.manual_seed(0)
     model = GPT(GPTConfig(vocab_size, block_size=r["block"], d_model=r["d_model"],
                           n_heads=r["n_heads"], n_layers=r["n_layers"], dropout=r["dropout"],
-                          flash=flash))
+                          attn_dropout=0.0 if flash else r["dropout"], flash=flash))
     return model, lambda m, fused: make_optimizer(m, r["lr"], r["weight_decay"], r["betas"], fused)
 
 
@@ -167,6 +168,9 @@ def main(argv=None):
           f"recipe: {r}")
     runs = [Run("course" + (" (flash)" if args.flash else ""), *course_model(vocab_size, r, args.flash),
                 r, device, autocast)]
+    if args.flash:
+        print("course (flash): no dropout on the attention weights (the flash kernels have none); "
+              f"dropout {r['dropout']} on the embeddings and sublayer outputs only")
     module = nanogpt.find(args.nanogpt)
     if module:
         runs.insert(0, Run("nanogpt", *nanogpt_model(vocab_size, r, module), r, device, autocast))
