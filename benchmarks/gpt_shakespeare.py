@@ -24,6 +24,9 @@ With ``--nanogpt PATH`` (a clone of github.com/karpathy/nanoGPT; or $NANOGPT) na
 ``model.py`` runs the baseline recipe too, in the same loop and on the same batches, and is
 the anchor of the ratios: the course's GPT against it per step, the fast setup against it to
 the target loss. Without it the baseline is the course's GPT alone, and the output says so.
+Before the race, ``--per-step N`` steps of each (fresh models, the baseline recipe, the same
+optimiser and batches) are timed one step of each after the other, and the median of the
+per-step ratios printed: the figure for issue 21's "at most nanoGPT's time per step".
 
 ``--ablation`` says what each change of the fast setup buys, one change at a time, as time to
 the target loss against the anchor: nanoGPT's model with ReLU in place of GELU (the course's
@@ -109,6 +112,34 @@ class Run:
         if self.hit is None and loss <= TARGET:
             self.hit = (self.step, self.tokens, self.train_s)
         self.done = self.done or self.step == self.setup["steps"]
+
+
+def step_times(models, setup, train_ids, device, steps, warmup=10):
+    """Seconds per training step of each model, the steps interleaved one by one (model 0's
+    step 1, model 1's step 1, ...) on the same recipe, optimiser and batches, so that a busy
+    spell of the machine slows both alike. Returns one array of ``steps`` times per model."""
+    kwargs = {k: v for k, v in setup.items() if k != "model"}
+    loops = [train_steps(m, train_ids, block_size=BLOCK, device=device, **kwargs) for m in models]
+    times = [[] for _ in models]
+    for step in range(warmup + steps):
+        for i in (range(len(loops)) if step % 2 else reversed(range(len(loops)))):
+            start = time.perf_counter()
+            next(loops[i])  # one optimiser step (it ends with loss.item(): the step is done)
+            if step >= warmup:
+                times[i].append(time.perf_counter() - start)
+    return [np.array(t) for t in times]
+
+
+def print_step_ratio(module, setup, vocab_size, train_ids, device, steps):
+    """The course's GPT against nanoGPT's model, per step (``step_times``)."""
+    course, nano = step_times([build(setup, vocab_size, device), nanogpt.build(
+        module, vocab_size, BLOCK, **setup["model"]).to(device)], setup, train_ids, device, steps)
+    ratio = course / nano
+    print(f"\n-- time per step, baseline recipe, interleaved step by step ({steps} steps each, "
+          f"after 10) --\ncourse's GPT {1e3 * np.median(course):.1f} ms, nanoGPT's model "
+          f"{1e3 * np.median(nano):.1f} ms (medians); course / nanoGPT per step: median "
+          f"{np.median(ratio):.3f} (middle half {np.percentile(ratio, 25):.3f}-"
+          f"{np.percentile(ratio, 75):.3f})")
 
 
 def race(runs, batches, eval_tokens):
@@ -197,6 +228,8 @@ def main(argv=None):
                         "(default: $NANOGPT): its own model joins the race")
     parser.add_argument("--ablation", action="store_true",
                         help="also race each change of the fast setup alone")
+    parser.add_argument("--per-step", type=int, default=200, metavar="N",
+                        help="with nanoGPT: time N steps of each, interleaved (0: skip)")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -222,6 +255,9 @@ def main(argv=None):
     if args.ablation:
         runs.insert(1, Run("fast-4L", fast4, vocab_size, train_ids, args.device))
     module = nanogpt.find(args.nanogpt)
+    if module and args.per_step:
+        print_step_ratio(module, baseline, vocab_size, train_ids, args.device,
+                         10 if args.quick else args.per_step)
     if module:  # nanoGPT's own model on the baseline recipe, trained by the same loop
         for name, relu in (("nanogpt", False), ("nano-relu", True))[:1 + args.ablation]:
             runs.insert(int(relu), Run(name, baseline, vocab_size, train_ids, args.device,
