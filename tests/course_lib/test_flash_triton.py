@@ -87,10 +87,23 @@ def _run_child(mode, env, tmp_path):
     return json.loads(proc.stdout.splitlines()[-1])
 
 
+def _interpreter_fails_on_this_numpy() -> str:
+    """Why Triton's CPU interpreter cannot run here, or '': before Triton 3.9 (the course's
+    minimum, pyproject's ``triton`` extra) it turns a one-element array into an int in a way
+    numpy 2.4 and later refuse (triton-lang/triton#9171). A GPU image with an older Triton
+    failed so (Triton 3.6, numpy 2.5), while its compiled kernels passed."""
+    old_triton = tuple(int(x) for x in triton.__version__.split(".")[:2]) < (3, 9)
+    new_numpy = tuple(int(x) for x in np.__version__.split(".")[:2]) >= (2, 4)
+    return (f"triton {triton.__version__} (the course asks for 3.9 or later) cannot interpret "
+            f"with numpy {np.__version__}: triton-lang/triton#9171") if old_triton and new_numpy else ""
+
+
 @needs_triton
 def test_interpreted_kernels_match_the_reference(tmp_path):
     """Every case of CASES, in one child under TRITON_INTERPRET=1 (one test, so that pytest-xdist
     does not start the slow child once per worker)."""
+    if _interpreter_fails_on_this_numpy():
+        pytest.skip(_interpreter_fails_on_this_numpy())
     errors = _run_child("interpret", {"TRITON_INTERPRET": "1"}, tmp_path)
     failed = {case[0]: errors[case[0]] for case in CASES
               if not all(error < TOL[case[-1]] for error in errors[case[0]].values())}  # NaN fails
