@@ -2,7 +2,8 @@
 dx, dgamma, dbeta against the numpy ``layernorm_backward`` and the torch backward (1-D to 3-D
 inputs, d_model not a multiple of 8, fewer vectors than threads, enough for every thread, a
 transposed or an expanded dout, one thread or two), what goes to the torch backward (float64,
-bfloat16, another device), and what happens where set-up did not build the kernels."""
+bfloat16, another device), and what happens where set-up did not build the kernels, where the
+build fails, and in the grading sandbox."""
 import os
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from autograder.pipeline.sandbox import Sandbox, isolation
 from course_lib import cpu_kernels
 from course_lib import layernorm as ln
 from helpers import REPO
@@ -163,3 +165,17 @@ except RuntimeError as error:
     _, node, learned, _, error = _python(code, env, tmp_path)
     assert (node, learned) == ("_LayerNormFunctionBackward", "True")
     assert "no C++ compiler" in error and "no-such-compiler" in error
+
+
+def test_in_the_grading_sandbox_layer_norm_trains_by_the_torch_backward():
+    """The sandbox stages course_lib's modules without the C++ sources and without .cache, all
+    read-only: layer norm says why it has no kernel, builds nothing and trains in torch."""
+    if not isolation()[0]:
+        pytest.skip("no bubblewrap here")
+    with Sandbox() as box:
+        run = subprocess.run(box.command([sys.executable, "-c", TRAIN]), capture_output=True,
+                             text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    reason, node, learned, _ = run.stdout.strip().splitlines()
+    assert reason.startswith("the C++ kernels are not loaded") and "cpu_kernel.cpp" in reason
+    assert (node, learned) == ("_LayerNormFunctionBackward", "True")
