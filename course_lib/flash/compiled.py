@@ -34,7 +34,8 @@ BLOCK_Q, BLOCK_K = 128, 256
 
 
 def available() -> bool:
-    """Whether the compiled kernel is usable (builds it on first call; never raises)."""
+    """Whether the compiled kernel is usable: loads the build of set-up, or builds it on the first
+    call where set-up did not (a minute); never raises."""
     return _ops() is not None
 
 
