@@ -64,7 +64,8 @@ def main(argv=None):
     start = time.perf_counter()
     loaded = cpu_kernels.loaded()  # what a training process's first layer-norm backward pays
     load_ms = 1e3 * (time.perf_counter() - start)
-    print(f"float32 CPU, shape {tuple(args.shape)}, {torch.get_num_threads()} threads, forward + "
+    threads = torch.get_num_threads()
+    print(f"float32 CPU, shape {tuple(args.shape)}, {threads} thread{'s' * (threads > 1)}, forward + "
           f"backward, median of {args.calls} interleaved calls per path; baseline: "
           "torch.nn.functional.layer_norm (ATen's fused backward)")
     print(f"kernels: loaded in {load_ms:.1f} ms" if loaded else

