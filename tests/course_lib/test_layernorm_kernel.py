@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+from torch.nn import functional as F
 
 from autograder.pipeline.sandbox import Sandbox, isolation
 from course_lib import cpu_kernels
@@ -102,6 +103,27 @@ def test_other_dtypes_take_the_torch_backward(kernels, dtype):
     tolerance = {torch.float64: 1e-12, torch.bfloat16: 0.1}[dtype]
     for g, w in zip(got, [out, *ln.layernorm_backward(dout, cache)]):
         np.testing.assert_allclose(g, w, rtol=tolerance, atol=tolerance)
+
+
+def test_under_autocast_to_bfloat16_a_linear_layers_output_takes_the_torch_backward(kernels):
+    """As on a GPU with autocast, on the CPU: a Linear hands layer norm bfloat16 activations, so
+    the torch node runs, and its gradients match F.layer_norm's under the same autocast."""
+    torch.manual_seed(0)
+    linear, x = torch.nn.Linear(6, 6), torch.randn(8, 6)
+    gamma, beta = torch.randn(6, requires_grad=True), torch.randn(6, requires_grad=True)
+    grads, nodes = [], []
+    for norm in (ln.layer_norm_torch, lambda h, g, b: F.layer_norm(h, (6,), g, b, ln.EPS)):
+        linear.zero_grad()
+        gamma.grad = beta.grad = None
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            h = linear(x)
+            out = norm(h, gamma, beta)
+        nodes.append((h.dtype, out.grad_fn.name()))
+        (out.float() ** 2).sum().backward()
+        grads.append([t.grad.float() for t in (linear.weight, gamma, beta)])
+    assert nodes[0] == (torch.bfloat16, "_LayerNormFunctionBackward")
+    for ours, theirs in zip(*grads):
+        torch.testing.assert_close(ours, theirs, rtol=0.05, atol=0.05)
 
 
 def test_kernel_reason_names_what_the_kernel_does_not_take(kernels):
