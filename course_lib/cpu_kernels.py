@@ -50,6 +50,8 @@ def loaded(build_if_missing: bool = False) -> bool:
     """Whether the kernels are loaded in this process. The first call loads the library that
     set-up built (a few milliseconds); none compiles unless ``build_if_missing`` (then once per
     process, a minute). Never raises: ``reason()`` says what went wrong."""
+    if _state.get("loaded"):  # never twice: a second copy's operators would abort the process
+        return True
     if "looked" not in _state:
         _state["looked"] = True
         _attempt(_load_built)
@@ -71,6 +73,8 @@ def build(verbose: bool = False) -> float:
     from torch.utils import cpp_extension  # imports setuptools machinery: only when building
 
     start = time.perf_counter()
+    if _state.get("loaded"):  # this process has it (never load a second copy: see loaded())
+        return 0.0
     folder = _folder()
     if (folder / f"{NAME}.so").exists():
         _load_built()
