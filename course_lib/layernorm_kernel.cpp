@@ -30,6 +30,10 @@
 // Shapes, all float32 on the CPU, N = the product of the leading axes (e.g. B * T):
 //   dout, x (N, D) (any leading axes, made contiguous here), mean, rstd (N,) or (N, 1),
 //   gamma (D,); returns dx (N, D) shaped as x, dgamma (D,), dbeta (D,).
+//
+// Python calls torch.ops.course_layernorm.layer_norm (x, gamma, beta, eps): one autograd node,
+// the forward and then this backward, with no step through Python (layernorm.py's
+// layer_norm_torch; the .backward operator is the kernel alone).
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
