@@ -8,9 +8,10 @@ install, so we only download and unpack its sdist). Set-up runs, once, with netw
 
     python -m course_lib.data
 
-and afterwards nothing needs the network. The same command then builds the course's compiled
-FlashAttention kernel for the CPU (``course_lib.flash.compiled``; offline, about a minute), or
-says why it cannot, in which case the course runs the torch tiles instead. The cache lives in
+and afterwards nothing needs the network. The same command then builds the course's C++ kernels
+for the CPU (``course_lib.cpu_kernels``: notebook 07's compiled attention and layer norm's
+backward; offline, about a minute), or says why it cannot, in which case the course runs the
+torch code they replace. The cache lives in
 ``$COURSE_DATA_DIR`` or, by default, ``~/.cache/transformer-course/``.
 """
 from __future__ import annotations
@@ -206,8 +207,8 @@ def main(argv=None) -> None:
     parser.add_argument("--force", action="store_true", help="rebuild even if cached")
     args = parser.parse_args(argv)
     setup(args.sdist, force=args.force)
-    from course_lib.flash import compiled  # torch: only at set-up
-    compiled.main()  # builds notebook 07's compiled attention kernel, or says why it cannot
+    from course_lib import cpu_kernels  # torch: only at set-up
+    cpu_kernels.main()  # builds the compiled attention and layer norm kernels, or says why not
 
 
 if __name__ == "__main__":

@@ -11,7 +11,11 @@ The FFN and the blocks live here rather than in ``transformer.py`` because this 
 about the Add & Norm wrapper itself; ``ResidualBlock`` wraps any sublayer (attention or FFN).
 
 numpy functions are the float64-friendly reference; ``layer_norm_torch`` wires the
-hand-derived backward below into torch through ``torch.autograd.Function``.
+hand-derived backward below into torch through ``torch.autograd.Function``. For float32 CPU
+tensors that node is compiled (``layernorm_kernel.cpp``: the same forward, the same derivation
+in C++, built at set-up by ``course_lib.cpu_kernels``); everything else, and every call where
+set-up could not build it, runs the backward in torch (``layernorm_backward_torch``: the same
+numbers up to rounding). ``kernel_reason`` says which and why. A training step never compiles.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from course_lib import cpu_kernels
 from course_lib.attention import MultiHeadAttention
 
 EPS = 1e-5
@@ -111,27 +116,59 @@ def pre_ln_block(x, W1, b1, W2, b2, gamma, beta, eps=EPS):
 
 # ----------------------------------------------------------------------------- torch
 class _LayerNormFunction(torch.autograd.Function):
-    """Layer norm whose backward is ``layernorm_backward`` written in torch."""
+    """Layer norm whose backward is ``layernorm_backward`` in torch (``layernorm_kernel.cpp``
+    holds the same node with the backward compiled)."""
 
     @staticmethod
     def forward(ctx, x, gamma, beta, eps):
-        # x_hat = (x - mu) * inv_std, inv_std = 1 / sqrt(var + eps) (..., 1), in one fused
-        # kernel: the forward is not what the course derives, the backward below is
-        x_hat, _mu, inv_std = torch.native_layer_norm(x, x.shape[-1:], None, None, eps)
-        ctx.save_for_backward(x_hat, inv_std, gamma)
-        return torch.addcmul(beta, gamma, x_hat)  # gamma * x_hat + beta
+        # out = gamma * x_hat + beta, with mean and rstd = inv_std (..., 1), in one fused kernel:
+        # the forward is not what the course derives, the backward below is
+        out, mean, rstd = torch.native_layer_norm(x, x.shape[-1:], gamma, beta, eps)
+        ctx.save_for_backward(x, mean, rstd, gamma)  # x_hat is recomputed: one pass less here
+        return out
 
     @staticmethod
     def backward(ctx, dout):
-        x_hat, inv_std, gamma = ctx.saved_tensors
-        lead = tuple(range(dout.ndim - 1))
-        g = dout * gamma
-        dx = inv_std * (g - g.mean(-1, keepdim=True) - x_hat * (g * x_hat).mean(-1, keepdim=True))
-        return dx, (dout * x_hat).sum(lead), dout.sum(lead), None
+        return *layernorm_backward_torch(dout, *ctx.saved_tensors), None, None
 
 
-def layer_norm_torch(x, gamma, beta, eps=EPS):
-    """Torch twin of ``layernorm_forward`` (hand-derived backward). x (..., d_model)."""
+def layernorm_backward_torch(dout, x, mean, rstd, gamma):
+    """``layernorm_backward`` in torch, from what the forward saved -> (dx, dgamma, dbeta).
+
+    dout, x: (..., d_model); mean, rstd = inv_std: (..., 1); gamma: (d_model,).
+    """
+    x_hat = (x - mean) * rstd
+    g = dout * gamma
+    dx = rstd * (g - g.mean(-1, keepdim=True) - x_hat * (g * x_hat).mean(-1, keepdim=True))
+    # summed over every leading axis (sum_to_size, as sum(()) would sum a 1-D dout whole)
+    return dx, (dout * x_hat).sum_to_size(gamma.shape), dout.sum_to_size(gamma.shape)
+
+
+def kernel_reason(*tensors) -> str:
+    """Why the compiled layer norm does not take these tensors ('' when it does); with none, why
+    it is not loaded at all. It takes float32 CPU tensors, once set-up has built it."""
+    if not cpu_kernels.loaded():  # never builds: a first training step must not wait a minute
+        return f"the C++ kernels are not loaded: {cpu_kernels.reason()}"
+    for t in tensors:
+        if not t.is_cpu:
+            return f"{t.device.type} tensors: the kernel runs on the CPU"
+        if t.dtype != torch.float32:
+            return f"{t.dtype} tensors: the kernel takes float32"
+        if t.numel() == 0:
+            return "an empty tensor"
+    return ""
+
+
+def layer_norm_torch(x, gamma, beta, eps=EPS, compiled=True):
+    """Torch twin of ``layernorm_forward``, differentiated by the hand-derived backward.
+
+    x: (..., d_model); gamma, beta: (d_model,); returns out (..., d_model). Where
+    ``kernel_reason(x, gamma, beta)`` is '', one autograd node in C++ (the forward, then the
+    compiled backward: its output's gradient has its type, float32 on the CPU); elsewhere, or
+    with ``compiled=False`` (to compare the two), ``_LayerNormFunction``.
+    """
+    if compiled and not kernel_reason(x, gamma, beta):
+        return torch.ops.course_layernorm.layer_norm(x, gamma, beta, eps)
     return _LayerNormFunction.apply(x, gamma, beta, eps)
 
 

@@ -14,49 +14,34 @@ i + T_k - T_q, as ``cpu``), any leading axes. Everything else (a ``mask``, float
 float64, CUDA tensors, an empty axis) and every call when the build failed fall back to
 ``cpu.tiled_attention``, which gives the same result more slowly.
 
-The build (``torch.utils.cpp_extension``, g++ with -O3 -march=native, about a minute) happens
-on first use or at set-up (``python -m course_lib.flash.compiled``, which ``python -m
-course_lib.data`` runs); its output lives in ``.cache/flash_cpu_ext/<machine>/`` in the
-repository (git-ignored): -march=native code is for the CPU that built it, so each machine
-gets its own folder (``COURSE_FLASH_BUILD_DIR`` moves them). ``CXX`` names the compiler, as for
-any torch extension.
+The kernel is one of the course's C++ kernels (``course_lib.cpu_kernels``: one library with
+layer norm's backward, built once at set-up by ``python -m course_lib.data``, about a minute);
+where set-up did not build it, the first ``available()`` or ``compiled_attention`` of a process
+builds it, once.
 
 Shapes (course glossary): q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v);
 out (..., T_q, d_v).
 """
 from __future__ import annotations
 
-import hashlib
-import os
-import platform
-import shutil
-import time
-from pathlib import Path
-
 import torch
 
+from course_lib import cpu_kernels
 from course_lib.flash.cpu import tiled_attention
 
-SOURCE = Path(__file__).with_name("cpu_kernel.cpp")
-# where builds go; COURSE_FLASH_BUILD_DIR moves it (the tests build in a folder of their own)
-BUILD_ROOT = Path(os.environ.get("COURSE_FLASH_BUILD_DIR")
-                  or Path(__file__).resolve().parents[2] / ".cache" / "flash_cpu_ext")
-CFLAGS = ["-O3", "-march=native", "-ffast-math", "-fopenmp"]  # -fopenmp: at::parallel_for runs serially without it
 # tile sizes: rows of queries x columns of keys; benchmarks/flash_cpu.py measured them
 BLOCK_Q, BLOCK_K = 128, 256
 
-_state: dict = {}  # "ops" once built, or "reason" once failed
-
 
 def available() -> bool:
-    """Whether the compiled kernel is usable (builds it on first call; never raises)."""
+    """Whether the compiled kernel is usable: loads the build of set-up, or builds it on the first
+    call where set-up did not (a minute); never raises."""
     return _ops() is not None
 
 
 def reason() -> str:
     """Why ``available()`` is False ('' when it is True)."""
-    _ops()
-    return _state.get("reason", "")
+    return "" if available() else cpu_kernels.reason()
 
 
 def compiled_attention(q, k, v, causal=False, mask=None, block_q=BLOCK_Q, block_k=BLOCK_K):
@@ -96,68 +81,5 @@ def _supported(q, k, v, mask):
 
 
 def _ops():
-    """torch.ops.course_flash once the extension is loaded, else None (reason in _state)."""
-    if "ops" not in _state and "reason" not in _state:
-        try:
-            build()
-        except Exception as error:  # no compiler, failed compile, missing headers: use torch
-            _state["reason"] = _one_line(error)
-    return _state.get("ops")
-
-
-def _one_line(error):
-    """The first line of an error, cut to 200 characters, after its type."""
-    text = str(error).strip()
-    return f"{type(error).__name__}: {text.splitlines()[0][:200]}" if text else type(error).__name__
-
-
-def build(verbose=False):
-    """Compile (or reuse) and load the extension; returns seconds taken. Raises on failure."""
-    from torch.utils import cpp_extension  # imports setuptools machinery: only when building
-
-    compiler = os.environ.get("CXX", "c++")
-    if shutil.which(compiler) is None:
-        raise RuntimeError(f"no C++ compiler: {compiler!r} (CXX, else c++) is not on PATH")
-    folder = BUILD_ROOT / _machine()
-    folder.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
-    cpp_extension.load(name="course_flash_cpu", sources=[str(SOURCE)], extra_cflags=CFLAGS,
-                       build_directory=str(folder), is_python_module=False, verbose=verbose)
-    _state["ops"] = torch.ops.course_flash
-    _state.pop("reason", None)
-    return time.perf_counter() - start
-
-
-def _machine():
-    """A folder name per CPU model and instruction set, and torch version (what the binary fits)."""
-    seen = {}
-    try:
-        with open("/proc/cpuinfo") as f:  # the first core's model and flags stand for all
-            for line in f:
-                key = line.split(":")[0].strip()
-                if key in ("model name", "flags"):
-                    seen.setdefault(key, line)
-    except OSError:
-        pass
-    flags = "".join(seen.values())
-    text = f"{platform.machine()} {flags} {torch.__version__}"
-    return hashlib.sha1(text.encode()).hexdigest()[:12]
-
-
-def main() -> None:
-    """Set-up step: build the kernel, say how long it took, or say why the course uses the
-    torch tiles instead."""
-    print("building the compiled FlashAttention kernel for the CPU (about a minute, once) ...",
-          flush=True)
-    try:
-        seconds = build()
-    except Exception as error:
-        _state["reason"] = _one_line(error)
-        print(f"compiled FlashAttention kernel not built ({_state['reason']}); the course uses "
-              "the torch tiles (course_lib.flash.cpu) instead")
-        return
-    print(f"compiled FlashAttention kernel ready ({seconds:.0f} s)")
-
-
-if __name__ == "__main__":
-    main()
+    """torch.ops.course_flash once the kernels are loaded (built first if need be), else None."""
+    return torch.ops.course_flash if cpu_kernels.loaded(build_if_missing=True) else None

@@ -115,7 +115,7 @@ def test_a_failed_build_says_why_and_falls_back(tmp_path):
     """CXX names a compiler that does not exist, in a fresh build folder: no build, a reason,
     and compiled_attention still works (by the torch tiles)."""
     env = {**os.environ, "CXX": str(tmp_path / "no-such-compiler"),
-           "COURSE_FLASH_BUILD_DIR": str(tmp_path / "build"),
+           "COURSE_KERNEL_BUILD_DIR": str(tmp_path / "build"),
            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     run = subprocess.run([sys.executable, "-c", FORCED_FAILURE], env=env, capture_output=True,
                          text=True, timeout=300, cwd=tmp_path)

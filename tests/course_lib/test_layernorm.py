@@ -41,8 +41,9 @@ def test_layernorm_backward_matches_finite_differences(rng, shape):
         assert rel_error(analytic, numerical_gradient(lambda _: loss(), wrt)) < 1e-7
 
 
-def test_torch_layer_norm_backward_matches_autograd_and_numpy(rng):
-    x, (gamma, beta), dout = rng.normal(size=(3, 4, 6)), _params(rng, 6), rng.normal(size=(3, 4, 6))
+@pytest.mark.parametrize("shape", [(3, 4, 6), (6,)])  # (6,): one vector, no leading axis to sum
+def test_torch_layer_norm_backward_matches_autograd_and_numpy(rng, shape):
+    x, (gamma, beta), dout = rng.normal(size=shape), _params(rng, 6), rng.normal(size=shape)
     leaves = [torch.tensor(a, requires_grad=True) for a in (x, gamma, beta)]
     ln.layer_norm_torch(*leaves).backward(torch.tensor(dout))
     ours = [t.grad.clone() for t in leaves]
