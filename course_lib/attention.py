@@ -237,19 +237,21 @@ def _dropped(a, p):
     return torch.native_dropout(a, p, True) if p else (a, None)  # one fused pass for both
 
 
-def _attend_backward(dout, q, k, v, a, keep=None, p=0.0):
+def _attend_backward(dout, q, k, v, a, keep=None, p=0.0, out=None):
     """``attention_backward`` in torch: dq, dk, dv from dout (..., T_q, d_v), the inputs and
     the weights A (``_attention_weights``), and the dropout's ``keep`` mask and rate p where
     out = A_drop V (``_dropped``). Under CUDA autocast q, k, v and dout are bfloat16 while A
     (from exp) is float32: it works in A's dtype, and autograd casts each gradient back to its
-    input's."""
+    input's. With ``out`` given, the row sums of step 2 come from it (FlashAttention's
+    identity, notebook 07: rowsum(dA * A) = rowsum(dout * out), d_v wide instead of T_k)."""
     q, k, v, dout = (t.to(a.dtype) for t in (q, k, v, dout))
     a_out = a if keep is None else a * keep / (1 - p)  # the weights that made out
     da = dout @ v.transpose(-2, -1)  # step 1: (..., T_q, T_k), the gradient of A_out
     if keep is not None:
         da.mul_(keep).mul_(1 / (1 - p))  # through the dropout: dA = dA_drop * keep / (1 - p)
     # step 2, dS = A * (dA - rowsum(dA * A)), times the scale of S, in place on dA's buffer
-    ds = da.sub_((da * a).sum(dim=-1, keepdim=True)).mul_(a).mul_(q.shape[-1] ** -0.5)
+    rowsum = (da * a if out is None else dout * out.to(a.dtype)).sum(dim=-1, keepdim=True)
+    ds = da.sub_(rowsum).mul_(a).mul_(q.shape[-1] ** -0.5)
     return ds @ k, ds.transpose(-2, -1) @ q, a_out.transpose(-2, -1) @ dout  # step 3
 
 
@@ -294,27 +296,30 @@ class _SelfAttention(torch.autograd.Function):
     def forward(ctx, qkv, n_heads, bias, p):
         B, T, width = qkv.shape
         d_k = width // (3 * n_heads)
-        q, k, v = qkv.view(B, T, 3, n_heads, d_k).permute(2, 0, 3, 1, 4).contiguous()
-        rows = (B * n_heads, T, d_k)  # (B, n_heads, T, d_k) contiguous: as 3-D, a free view
-        scores = torch.baddbmm(bias if bias is not None else qkv.new_zeros(()), q.view(rows),
-                               k.view(rows).transpose(-2, -1), alpha=d_k ** -0.5)
-        a = torch.softmax(scores, dim=-1).view(B, n_heads, T, T)  # max-subtracted, fused
+        # (3, B * n_heads, T, d_k), contiguous: the heads as rows of 3-D products (``bmm``)
+        q, k, v = qkv.view(B, T, 3, n_heads, d_k).permute(2, 0, 3, 1, 4).reshape(3, -1, T, d_k)
+        scores = torch.baddbmm(bias if bias is not None else qkv.new_zeros(()), q,
+                               k.transpose(-2, -1), alpha=d_k ** -0.5)
+        a = torch.softmax(scores, dim=-1)  # (B * n_heads, T, T), max-subtracted, fused
         a_out, keep = _dropped(a, p)
-        ctx.save_for_backward(q, k, v, a, keep)
-        ctx.p = p
-        ctx.mark_non_differentiable(a)
-        return merge_heads(a_out @ v), a  # (B, T, n_heads * d_k)
+        out = a_out @ v  # (B * n_heads, T, d_k)
+        ctx.save_for_backward(q, k, v, a, keep, out)
+        ctx.p, ctx.n_heads = p, n_heads
+        weights = a.view(B, n_heads, T, T)
+        ctx.mark_non_differentiable(weights)
+        return merge_heads(out.view(B, n_heads, T, d_k)), weights  # (B, T, n_heads * d_k)
 
     @staticmethod
     def backward(ctx, dconcat, _):
-        q, k, v, a, keep = ctx.saved_tensors
-        B, n_heads, T, d_k = q.shape
-        dout = split_heads(dconcat, n_heads).contiguous()  # (B, n_heads, T, d_k)
+        q, k, v, a, keep, out = ctx.saved_tensors
+        (B, T, width), n_heads = dconcat.shape, ctx.n_heads
+        d_k = width // n_heads
+        dout = split_heads(dconcat, n_heads).reshape(-1, T, d_k)  # (B * n_heads, T, d_k)
+        grads = _attend_backward(dout, q, k, v, a, keep, ctx.p, out)  # dq, dk, dv
         dqkv = torch.empty(B, T, 3, n_heads, d_k, dtype=a.dtype, device=a.device)  # as qkv
-        grads = _attend_backward(dout, q, k, v, a, keep, ctx.p)  # dq, dk, dv
         for into, grad in zip(dqkv.permute(2, 0, 3, 1, 4), grads):
-            into.copy_(grad)  # each head's rows back to its columns of qkv
-        return dqkv.view(B, T, 3 * n_heads * d_k), None, None, None
+            into.copy_(grad.view(B, n_heads, T, d_k))  # each head's rows back to its columns
+        return dqkv.view(B, T, 3 * width), None, None, None
 
 
 @lru_cache(maxsize=64)
