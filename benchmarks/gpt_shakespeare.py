@@ -154,7 +154,11 @@ def race(runs, batches, eval_tokens):
 PROFILE_GROUPS = {  # profiler event -> what it is (CPU total: an event's children included)
     "attention (fwd + bwd, hand-derived)": ("_Attention", "_AttentionBackward",
                                             "_SelfAttention", "_SelfAttentionBackward"),
-    "layer norm (fwd + bwd, hand-derived)": ("_LayerNormFunction", "_LayerNormFunctionBackward"),
+    "layer norm (fwd + bwd, hand-derived)": ("_LayerNormFunction", "_LayerNormFunctionBackward",
+                                             # compiled (layernorm_kernel.cpp): forward, backward
+                                             "course_layernorm::layer_norm",
+                                             "torch::autograd::CppNode<(anonymous namespace)"
+                                             "::LayerNormFunction>"),
     "ReLU (fwd + bwd)": ("aten::relu", "autograd::engine::evaluate_function: ReluBackward0"),
     "cross-entropy (fwd + bwd)": ("aten::cross_entropy_loss",
                                   "autograd::engine::evaluate_function: NllLossBackward0",
