@@ -11,8 +11,9 @@ backward that recomputes each tile's weights):
 Public API:
 
     flash_attention(q, k, v, causal=False, mask=None) -> out
-        the course's fast attention: the Triton kernel for CUDA tensors it supports,
-        ``cpu.tiled_attention`` otherwise. ``MultiHeadAttention(flash=True)`` calls it.
+        the course's fast attention: the Triton kernel for CUDA tensors it supports, the
+        compiled C++ kernel (``compiled``) for float32 CPU tensors without a mask where set-up
+        built it, ``cpu.tiled_attention`` otherwise. ``MultiHeadAttention(flash=True)`` calls it.
 
 Its timings against the textbook pass and PyTorch's SDPA are ``course_lib.timing.cpu_timings``.
 
@@ -22,6 +23,8 @@ to (..., T_q, T_k), True where a query may attend to a key.
 """
 from __future__ import annotations
 
+from course_lib import cpu_kernels
+from course_lib.flash import compiled
 from course_lib.flash.cpu import tiled_attention
 
 
@@ -34,6 +37,8 @@ def flash_attention(q, k, v, causal=False, mask=None):
     kernels = _triton_kernels() if q.is_cuda else None
     if kernels is not None and kernels.supports(q, k, v, causal, mask):
         return kernels.flash_attention_triton(q, k, v, causal=causal)
+    if q.device.type == "cpu" and cpu_kernels.loaded():  # loads set-up's build; never builds
+        return compiled.compiled_attention(q, k, v, causal, mask)  # the tiles where it can't
     return tiled_attention(q, k, v, causal, mask)
 
 

@@ -192,14 +192,28 @@ def test_torch_tiles_run_on_cuda_tensors():
 
 
 def test_the_dispatcher_picks_the_torch_tiles_on_the_cpu(monkeypatch):
-    calls = []
+    """float64 (and anything else the compiled kernel does not take) runs the torch tiles."""
     monkeypatch.setattr(flash, "_triton_kernels", lambda: pytest.fail("asked Triton on a CPU"))
-    monkeypatch.setattr(flash, "tiled_attention",
-                        lambda *a: calls.append(a) or tiled_attention(*a))
     q, k, v = _torch(*_qkv((2,), 5, 5, 3, 3))
     out = flash.flash_attention(q, k, v, causal=True)
-    assert len(calls) == 1
+    assert type(out.grad_fn).__name__ == "_TiledAttentionBackward"
     torch.testing.assert_close(out, tiled_attention(q, k, v, True))
+
+
+def test_the_dispatcher_picks_the_compiled_kernel_for_float32_where_set_up_built_it():
+    """float32 CPU tensors without a mask go to notebook 07's compiled kernel (its backward node
+    says so), with the tiles' numbers; with a mask, the tiles again. Where set-up built nothing
+    the tiles run and nothing is built (test_flash_compiled.py, in a fresh process)."""
+    from course_lib import cpu_kernels
+    if not cpu_kernels.loaded():
+        pytest.skip(f"the C++ kernels are not built here: {cpu_kernels.reason()}")
+    q, k, v = (torch.randn(2, 3, 40, 8, requires_grad=True) for _ in range(3))
+    out = flash.flash_attention(q, k, v, causal=True)
+    assert type(out.grad_fn).__name__ == "_CompiledAttentionBackward"
+    torch.testing.assert_close(out, tiled_attention(q, k, v, True), rtol=1e-5, atol=1e-6)
+    mask = torch.rand(40, 40, generator=torch.Generator().manual_seed(0)) > 0.3
+    masked = flash.flash_attention(q, k, v, mask=mask)
+    assert type(masked.grad_fn).__name__ == "_TiledAttentionBackward"
 
 
 # ----------------------------------------------------------------------------- the switch

@@ -163,14 +163,26 @@ print(cpu_kernels.reason())
 """
 
 
+FLASH_ONCE = """
+from course_lib.flash import flash_attention
+q = torch.randn(2, 8, 4, requires_grad=True)
+out = flash_attention(q, q, q, causal=True)
+out.sum().backward()
+print(type(out.grad_fn).__name__)
+"""
+
+
 def test_a_training_step_never_builds_the_kernels(tmp_path):
     """Where set-up built nothing, layer norm trains by the torch backward and says why; its
-    first backward does not start a build (the build folder stays empty)."""
+    first backward does not start a build (the build folder stays empty); nor does flash
+    attention's first call on float32 CPU tensors, which takes the torch tiles."""
     build = tmp_path / "build"
-    reason, node, learned, still = _python(TRAIN, {"COURSE_KERNEL_BUILD_DIR": str(build)}, tmp_path)
+    env = {"COURSE_KERNEL_BUILD_DIR": str(build)}
+    reason, node, learned, still, flash_node = _python(TRAIN + FLASH_ONCE, env, tmp_path)
     assert reason.startswith("the C++ kernels are not loaded") and "not built" in reason
     assert (node, learned) == ("_LayerNormFunctionBackward", "True")
     assert "not built" in still
+    assert flash_node == "_TiledAttentionBackward"
     assert not build.exists() or not any(build.iterdir())
 
 
