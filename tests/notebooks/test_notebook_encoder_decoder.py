@@ -181,7 +181,7 @@ def test_section_9_says_which_forms_are_hard(mode):
                     "run, 0.94 to 1.0 in another, on a busy machine that stopped training at 5 minutes after "
                     "2,661 of the 6,000 steps")
     claim(SOLUTION, "After 300 steps the forms with a two-digit year, such as `21.03.94` and `21 Mar '94`, "
-                    "are among the hardest")
+                    "score below the average form, and `21.03.94`, in figures only, is among the hardest")
     claim(SOLUTION, "Forms that write the day with a suffix, as in `21st of March 1994`, are among the easiest.")
     values = solution_run(ASSIGNMENT, mode)[1]
     forms = np.array(values["forms"])
@@ -189,10 +189,16 @@ def test_section_9_says_which_forms_are_hard(mode):
     def by_form(hits):                                            # exact match of each source form
         return np.array([np.mean(np.array(hits)[forms == f]) for f in range(len(tr.FORMATS))])
 
-    weak = np.argsort(by_form(values["weak_right"]))              # hardest first
+    # which forms are hardest after 300 steps moves with the training's rounding (a change of
+    # layer norm's backward from torch ops to C++ moved `21 Mar '94` from 3rd to 6th hardest),
+    # so the text claims what held on both: below the average, and the figures-only form near
+    # the bottom (it was the hardest in both, at 0.28)
+    weak_by_form = by_form(values["weak_right"])
+    weak = np.argsort(weak_by_form)                               # hardest first
     two_digit_year = [f for f, form in enumerate(tr.FORMATS) if "{yy}" in form]
     suffix = [f for f, form in enumerate(tr.FORMATS) if "{th}" in form]
-    assert set(two_digit_year) <= set(weak[:4]) and set(suffix) <= set(weak[-4:]), weak
+    assert all(weak_by_form[f] < weak_by_form.mean() for f in two_digit_year), weak_by_form
+    assert tr.FORMATS.index("{dd}.{mm}.{yy}") in weak[:2] and set(suffix) <= set(weak[-4:]), weak
     if mode == "full":   # training stops at 5 minutes: how far it gets depends on the machine
         assert np.all(by_form(values["right"]["greedy"]) >= 0.9)
 
