@@ -368,11 +368,11 @@ def self_attention_torch(qkv, n_heads, bias=None, dropout=0.0):
 
 
 def self_attention_autograd_torch(qkv, n_heads, bias=None, dropout=0.0):
-    """``self_attention_torch`` in plain torch ops, differentiated by torch autograd."""
+    """``self_attention_torch`` in plain torch ops (``attention_autograd_torch`` per head, the
+    additive mask as the boolean one it encodes), differentiated by torch autograd."""
     q, k, v = (split_heads(t, n_heads) for t in qkv.chunk(3, dim=-1))
-    s = q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5
-    a = torch.softmax(s if bias is None else s + bias, dim=-1)
-    return merge_heads(_dropped(a, dropout)[0] @ v), a
+    out, a = attention_autograd_torch(q, k, v, None if bias is None else bias == 0, dropout)
+    return merge_heads(out), a
 
 
 class MultiHeadAttention(nn.Module):
