@@ -70,15 +70,15 @@ def reason() -> str:
 def build(verbose: bool = False) -> float:
     """Compile the library unless this key's build is finished, and load it; returns seconds
     taken. Raises on failure (no compiler, a compile error)."""
-    from torch.utils import cpp_extension  # imports setuptools machinery: only when building
-
     start = time.perf_counter()
     if _state.get("loaded"):  # this process has it (never load a second copy: see loaded())
         return 0.0
     folder = _folder()
     if (folder / f"{NAME}.so").exists():
-        _load_built()
+        _load_built(folder)
         return time.perf_counter() - start
+    from torch.utils import cpp_extension  # imports setuptools machinery: only when compiling
+
     compiler = os.environ.get("CXX", "c++")
     if shutil.which(compiler) is None:
         raise RuntimeError(f"no C++ compiler: {compiler!r} (CXX, else c++) is not on PATH")
@@ -101,9 +101,10 @@ def build(verbose: bool = False) -> float:
     return time.perf_counter() - start
 
 
-def _load_built() -> None:
-    """Load this key's library; raise if there is none."""
-    library = _folder() / f"{NAME}.so"
+def _load_built(folder: Path | None = None) -> None:
+    """Load this key's library (from ``folder``, its build folder, when known); raise if there
+    is none."""
+    library = (folder or _folder()) / f"{NAME}.so"
     if not library.exists():
         raise FileNotFoundError(f"not built ({library.parent} holds no build of the current "
                                 "sources; python -m course_lib.data builds it)")
