@@ -19,8 +19,13 @@ the end.
   with --flash its attention is ``course_lib.flash`` (notebook 07's Triton kernels on a CUDA
   GPU), which has no dropout on the weights, so that run has none there (the output says so).
 
-Neither model is compiled (nanoGPT's config compiles by default; that is a separate speed-up
-for both). Both draw the same training batches, follow the same learning-rate schedule
+On a GPU both models are compiled with ``torch.compile``, as nanoGPT's ``train.py`` compiles its
+own by default (its README turns that off on a CPU, and so does this script); the course's GPT
+compiles whole, its hand-derived backward passes traced into the graph
+(``tests/course_lib/test_gpt.py``). ``--no-compile`` runs both eagerly, ``--compile`` compiles
+on a CPU too. Compiling (the first
+forward and backward, made on a batch of their own before the clock starts, the weights left as
+they were) is timed apart. Both draw the same training batches, follow the same learning-rate schedule
 (``course_lib.train.lr_at``) and are evaluated on the same ``--eval-iters`` validation
 batches every ``--eval-interval`` steps, nanoGPT's way; they take turns of that many steps,
 so a slow spell of the machine hits both. Evaluation is left out of the training clock.
@@ -28,7 +33,12 @@ Printed: each evaluation, the training time at which each run first reaches the 
 their ratio, and the median time per step. Where a run misses the target, each run's best and
 when it came, and the times to the loss both reached (the higher of the two bests).
 
-    python benchmarks/gpt_shakespeare_gpu.py --nanogpt PATH [--flash] [--time-limit 600]
+``--max-steps`` stops both runs early (the schedule stays the recipe's 5,000 steps: on an H200
+both runs were at their best after 1,500-1,750); ``--profile N`` ends with N more steps of each
+under ``torch.profiler``, and the table of the operators that took the most GPU time.
+
+    python benchmarks/gpt_shakespeare_gpu.py --nanogpt PATH [--flash] [--no-compile]
+                                             [--time-limit 600] [--max-steps 2500] [--profile 10]
 """
 from __future__ import annotations
 
@@ -78,22 +88,41 @@ class Run:
     """One model's training, a turn of steps at a time, on batches drawn from its own random
     generator, started alike for both runs (so both see the same batches)."""
 
-    def __init__(self, name, model, optimizer, r, device, autocast):
+    def __init__(self, name, model, optimizer, r, device, autocast, compile=False):
         self.name, self.r, self.device, self.autocast = name, r, device, autocast
-        self.model = model.to(device).train()
-        self.opt = optimizer(self.model, device.type == "cuda")
+        model = model.to(device).train()
+        self.opt = optimizer(model, device.type == "cuda")
+        self.model = torch.compile(model) if compile else model
         self.rng = np.random.default_rng(0)
-        self.step, self.train_s, self.eval_s = 0, 0.0, 0.0
+        self.step, self.train_s, self.eval_s, self.compile_s = 0, 0.0, 0.0, 0.0
         self.curve, self.hit, self.step_ms = [], None, []
+        self.uncompiled = compile
+
+    def _compile(self, train_ids):
+        """The first forward and backward, where torch.compile makes the graphs, on a batch of
+        its own (the training batches' generator is not touched); the gradients are dropped."""
+        self.uncompiled = False
+        self._sync()
+        start = time.perf_counter()
+        x, y = get_batch(train_ids, self.r["batch"], self.r["block"], np.random.default_rng(1),
+                         self.device)
+        with self.autocast():
+            _, loss = self.model(x, y)
+        loss.backward()
+        self.opt.zero_grad(set_to_none=True)
+        self._sync()
+        self.compile_s = time.perf_counter() - start
 
     def _sync(self):
         if self.device.type == "cuda":
             torch.cuda.synchronize()
 
     def turn(self, train_ids, steps):
+        if self.uncompiled:
+            self._compile(train_ids)
         self._sync()
         start = time.perf_counter()
-        n = min(steps, self.r["steps"] - self.step)
+        n = min(steps, self.r["max_steps"] - self.step)
         for _ in range(n):
             self.step += 1
             for group in self.opt.param_groups:
@@ -130,7 +159,21 @@ class Run:
         return min(self.curve, key=lambda c: c[2])
 
     def done(self, time_limit):
-        return self.hit is not None or self.step >= self.r["steps"] or self.train_s >= time_limit
+        return (self.hit is not None or self.step >= self.r["max_steps"]
+                or self.train_s >= time_limit)
+
+    def profile(self, train_ids, steps):
+        """``steps`` more training steps under torch.profiler: its table of the operators that
+        took the most time on the GPU (on the CPU, of the CPU)."""
+        from torch.profiler import ProfilerActivity, profile
+
+        cuda = self.device.type == "cuda"
+        activities = [ProfilerActivity.CPU] + [ProfilerActivity.CUDA] * cuda
+        self.r = dict(self.r, max_steps=self.step + steps)  # past the last step: no matter
+        with profile(activities=activities) as prof:
+            self.turn(train_ids, steps)
+        key = "self_cuda_time_total" if cuda else "self_cpu_time_total"
+        return prof.key_averages().table(sort_by=key, row_limit=15)
 
 
 def main(argv=None):
@@ -147,6 +190,13 @@ def main(argv=None):
                         help="training seconds per run after which it stops")
     parser.add_argument("--dtype", choices=["bfloat16", "float32"], default=None,
                         help="autocast dtype (default bfloat16 where the GPU has it)")
+    parser.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                        help="torch.compile both models (default: on a GPU, as nanoGPT's "
+                             "train.py does; --no-compile: both eager)")
+    parser.add_argument("--max-steps", type=int, default=None,
+                        help="stop each run after this many steps (the schedule stays 5,000's)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="after training, profile N more steps of each run")
     parser.add_argument("--quick", action="store_true", help="a tiny model, a few steps: a smoke test")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
@@ -154,6 +204,8 @@ def main(argv=None):
     if args.quick:
         r.update(n_layers=2, n_heads=2, d_model=32, block=32, batch=8, steps=6, warmup=2)
         args.eval_interval, args.eval_iters = 3, 2
+    r["max_steps"] = min(r["steps"], args.max_steps or r["steps"])
+    compile = device.type == "cuda" if args.compile is None else args.compile
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True  # as nanoGPT's train.py
         torch.backends.cudnn.allow_tf32 = True
@@ -165,15 +217,16 @@ def main(argv=None):
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     print(f"device: {name} | torch {torch.__version__} | {dtype} autocast"
           f"{', TF32 matmuls' if device.type == 'cuda' else ''} | "
-          f"recipe: {r}")
+          f"{'torch.compile' if compile else 'eager (not compiled)'} | recipe: {r}")
     runs = [Run("course" + (" (flash)" if args.flash else ""), *course_model(vocab_size, r, args.flash),
-                r, device, autocast)]
+                r, device, autocast, compile)]
     if args.flash:
         print("course (flash): no dropout on the attention weights (the flash kernels have none); "
               f"dropout {r['dropout']} on the embeddings and sublayer outputs only")
     module = nanogpt.find(args.nanogpt)
     if module:
-        runs.insert(0, Run("nanogpt", *nanogpt_model(vocab_size, r, module), r, device, autocast))
+        runs.insert(0, Run("nanogpt", *nanogpt_model(vocab_size, r, module), r, device, autocast,
+                           compile))
     else:
         print("no nanoGPT given (--nanogpt PATH or $NANOGPT): only the course's model runs")
     batches = val_batches(val_ids, args.eval_iters, r["batch"], r["block"], device, seed=1337)
@@ -191,7 +244,8 @@ def main(argv=None):
         hit = f"val loss {args.target} at step {run.hit[0]}, {run.hit[1]:.1f} s" if run.hit else \
             f"did not reach {args.target} (best {best:.4f}, at step {step}, {seconds:.1f} s)"
         print(f"{run.name}: {hit}; median {statistics.median(run.step_ms):.1f} ms per step "
-              f"(turns of {args.eval_interval}); eval {run.eval_s:.1f} s")
+              f"(turns of {args.eval_interval}); eval {run.eval_s:.1f} s"
+              + (f"; compiling {run.compile_s:.1f} s" if compile else ""))
     if len(runs) == 2:
         base, course = runs
         per_step = statistics.median(course.step_ms) / statistics.median(base.step_ms)
@@ -205,6 +259,9 @@ def main(argv=None):
             print(f"no time ratio at {args.target}: a run did not reach it. To {both:.4f}, "
                   f"the loss both reached: course / nanoGPT = {t_course:.1f} s / {t_base:.1f} s = "
                   f"{t_course / t_base:.2f}")
+    for run in runs if args.profile else ():
+        print(f"\n-- {run.name}: {args.profile} more steps under torch.profiler --\n"
+              f"{run.profile(train_ids, args.profile)}")
 
 
 def first_at(curve, loss):

@@ -27,7 +27,7 @@ hand-derived one, wired in through ``torch.autograd.Function``.
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, wraps
 from typing import NamedTuple
 
 import numpy as np
@@ -322,14 +322,25 @@ class _SelfAttention(torch.autograd.Function):
         return dqkv.view(B, T, 3 * width), None, None, None
 
 
-@lru_cache(maxsize=64)
+def _once_per_shape(make):
+    """``make``, cached by its arguments: every layer of every step asks for the same mask.
+    Under ``torch.compile`` it runs uncached and is traced into the graph (TorchDynamo would
+    step over the cache anyway, with a warning)."""
+    cached = lru_cache(maxsize=64)(make)
+
+    @wraps(make)
+    def get(*args):
+        return make(*args) if torch.compiler.is_compiling() else cached(*args)
+    return get
+
+
+@_once_per_shape
 def _causal_mask_torch(T_q: int, T_k: int, device) -> torch.Tensor:
-    """``causal_mask`` as a bool tensor on ``device``, made once per shape: every layer of
-    every step asks for the same one."""
+    """``causal_mask`` as a bool tensor on ``device``, made once per shape."""
     return torch.from_numpy(causal_mask(T_q, T_k)).to(device)
 
 
-@lru_cache(maxsize=64)
+@_once_per_shape
 def _causal_bias_torch(T: int, device, dtype) -> torch.Tensor:
     """Week 7's additive causal mask M (T, T) on ``device``: 0 where query i sees key j
     (j <= i), -inf where not. Made once per shape, as ``_causal_mask_torch``."""

@@ -140,3 +140,54 @@ def test_attention_dropout_reaches_every_block_and_refuses_flash():
     torch.testing.assert_close(model(idx)[0], model(idx)[0])  # none outside training
     with pytest.raises(ValueError, match="flash"):
         tf.GPT(tf.GPTConfig(13, flash=True, **sizes))
+
+
+def _planted(backward, factor):
+    """``backward`` with its first gradient (dq, or layer norm's dx) scaled by ``factor``."""
+    def wrong(*args, **kwargs):
+        first, *rest = backward(*args, **kwargs)
+        return (first * factor, *rest)
+    return wrong
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated")  # inductor's own
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device"))])
+@pytest.mark.parametrize("flash", [False, True], ids=["textbook", "flash"])
+def test_torch_compile_takes_the_model_whole_and_traces_the_hand_derived_backward(
+        monkeypatch, flash, device):
+    """``torch.compile`` (nanoGPT's ``train.py`` compiles by default on a GPU, and
+    ``benchmarks/gpt_shakespeare_gpu.py`` compiles both models) takes the whole GPT as one graph
+    (``fullgraph``): float32 on the CPU, where the eager model runs the C++ kernels (layer norm's
+    backward, notebook 07's attention), which compile cannot see into, so it traces their torch
+    twins instead. Its gradients are eager's. And the backward it compiles is the course's own,
+    not one autograd derived from the forward: with an error planted in the hand-derived
+    attention and layer-norm backwards, the compiled gradients carry it as the eager ones do.
+    On a GPU the flash model's attention is notebook 07's Triton kernels, inside the graph."""
+    model = _model(flash=flash).float().to(device)
+    idx, targets = _idx().to(device), _idx(seed=2).to(device)
+
+    def grads(run):
+        model.zero_grad()
+        loss = run(idx, targets)[1]
+        loss.backward()
+        return loss.detach(), {name: p.grad.clone() for name, p in model.named_parameters()}
+
+    if not flash:  # planted before compiling: the backward is traced when the graph is made
+        monkeypatch.setattr(attention, "_attend_backward", _planted(attention._attend_backward, 1.5))
+        monkeypatch.setattr(layernorm, "layernorm_backward_torch",
+                            _planted(layernorm.layernorm_backward_torch, 1.5))
+    torch._dynamo.reset()
+    loss, compiled = grads(torch.compile(model, fullgraph=True))
+    torch._dynamo.reset()
+    eager_loss, eager = grads(model)
+    torch.testing.assert_close(loss, eager_loss)
+    if not flash:  # eager float32 runs layer norm's C++ backward: plant into the torch one
+        monkeypatch.setattr(layernorm, "kernel_reason", lambda *tensors: "the torch backward")
+        _, eager = grads(model)
+        monkeypatch.undo()
+        _, right = grads(model)
+        assert not torch.allclose(compiled["blocks.0.attn.W_q"], right["blocks.0.attn.W_q"],
+                                  rtol=0.1)
+    for name in compiled:
+        torch.testing.assert_close(compiled[name], eager[name], rtol=1e-4, atol=1e-6, msg=name)

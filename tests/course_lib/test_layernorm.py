@@ -58,6 +58,27 @@ def test_torch_layer_norm_backward_matches_autograd_and_numpy(rng, shape):
     assert torch.autograd.gradcheck(ln.layer_norm_torch, [t.detach().requires_grad_() for t in leaves])
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device"))])
+def test_torch_layer_norm_takes_bfloat16_activations_with_float32_gains(rng, device):
+    """A bfloat16 x with float32 gamma and beta, outside autocast (a model cast in part, or
+    activations kept in bfloat16): native_layer_norm mixes them, and the torch backward, which
+    works in float32 there, hands back each gradient in its input's dtype, each within
+    bfloat16's rounding of the float64 numbers."""
+    x, (gamma, beta), dout = rng.normal(size=(4, 8, 32)), _params(rng, 32), rng.normal(size=(4, 8, 32))
+    leaves = [torch.tensor(a, dtype=dtype, device=device, requires_grad=True)
+              for a, dtype in ((x, torch.bfloat16), (gamma, torch.float32), (beta, torch.float32))]
+    out = ln.layer_norm_torch(*leaves)
+    out.backward(torch.tensor(dout, dtype=out.dtype, device=device))
+    assert out.grad_fn.name() == "_LayerNormFunctionBackward"
+    assert [t.grad.dtype for t in leaves] == [torch.bfloat16, torch.float32, torch.float32]
+    x64 = leaves[0].detach().double().cpu().numpy()  # the bfloat16 numbers the model saw
+    want_out, cache = ln.layernorm_forward(x64, gamma, beta)
+    dout64 = torch.tensor(dout, dtype=out.dtype).double().numpy()
+    for got, want in zip((out, *(t.grad for t in leaves)), (want_out, *ln.layernorm_backward(dout64, cache))):
+        np.testing.assert_allclose(got.detach().double().cpu().numpy(), want, rtol=0.02, atol=0.05)
+
+
 def test_layer_norm_ignores_the_batch_and_batch_norm_does_not(rng):
     x, (gamma, beta) = rng.normal(size=(8, 6)), _params(rng, 6)
     other = x.copy()
