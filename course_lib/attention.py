@@ -237,21 +237,29 @@ def _dropped(a, p):
     return torch.native_dropout(a, p, True) if p else (a, None)  # one fused pass for both
 
 
-def _attend_backward(dout, q, k, v, a, keep=None, p=0.0, out=None):
+def _attend_backward(dout, q, k, v, a, a_drop=None, out=None):
     """``attention_backward`` in torch: dq, dk, dv from dout (..., T_q, d_v), the inputs and
-    the weights A (``_attention_weights``), and the dropout's ``keep`` mask and rate p where
-    out = A_drop V (``_dropped``). Under CUDA autocast q, k, v and dout are bfloat16 while A
-    (from exp) is float32: it works in A's dtype, and autograd casts each gradient back to its
-    input's. With ``out`` given, the row sums of step 2 come from it (FlashAttention's
-    identity, notebook 07: rowsum(dA * A) = rowsum(dout * out), d_v wide instead of T_k)."""
+    the weights A (``_attention_weights``), and, where out = A_drop V with dropout
+    (``_dropped``), the dropped weights A_drop. Under CUDA autocast q, k, v and dout are
+    bfloat16 while A (from exp) is float32: it works in A's dtype, and autograd casts each
+    gradient back to its input's. With ``out`` given, the row sums of step 2 come from it
+    (FlashAttention's identity, notebook 07: rowsum(dA * A) = rowsum(dout * out), d_v wide
+    instead of T_k).
+
+    Through the dropout dA = dA_drop * keep / (1 - p), so A * dA = A_drop * dA_drop: step 2's
+    dS = A * (dA - rowsum) needs A and A_drop, never the keep mask: two passes over the
+    (T_q, T_k) numbers where scaling dA_drop and forming A_drop again took six (the forward
+    saves A_drop, in A's dtype, in place of the boolean mask)."""
     q, k, v, dout = (t.to(a.dtype) for t in (q, k, v, dout))
-    a_out = a if keep is None else a * keep / (1 - p)  # the weights that made out
+    a_out = a if a_drop is None else a_drop  # the weights that made out
     da = dout @ v.transpose(-2, -1)  # step 1: (..., T_q, T_k), the gradient of A_out
-    if keep is not None:
-        da.mul_(keep).mul_(1 / (1 - p))  # through the dropout: dA = dA_drop * keep / (1 - p)
     # step 2, dS = A * (dA - rowsum(dA * A)), times the scale of S, in place on dA's buffer
-    rowsum = (da * a if out is None else dout * out.to(a.dtype)).sum(dim=-1, keepdim=True)
-    ds = da.sub_(rowsum).mul_(a).mul_(q.shape[-1] ** -0.5)
+    rowsum = (da * a_out if out is None else dout * out.to(a.dtype)).sum(dim=-1, keepdim=True)
+    if a_drop is None:
+        ds = da.sub_(rowsum).mul_(a)
+    else:
+        ds = da.mul_(a_drop).addcmul_(a, rowsum, value=-1)  # A_drop dA_drop - A rowsum
+    ds.mul_(q.shape[-1] ** -0.5)
     return ds @ k, ds.transpose(-2, -1) @ q, a_out.transpose(-2, -1) @ dout  # step 3
 
 
@@ -266,14 +274,13 @@ class _Attention(torch.autograd.Function):
             a = a.nan_to_num_(0.0)  # (the test reads the mask's own small shape; on a GPU it
             # would wait for the device, where one more pass costs less)
         a_out, keep = _dropped(a, p)
-        ctx.save_for_backward(q, k, v, a, keep)
-        ctx.p = p
+        ctx.save_for_backward(q, k, v, a, None if keep is None else a_out)
         ctx.mark_non_differentiable(a)
         return a_out @ v, a
 
     @staticmethod
     def backward(ctx, dout, _):
-        return (*_attend_backward(dout, *ctx.saved_tensors, ctx.p), None, None)
+        return (*_attend_backward(dout, *ctx.saved_tensors), None, None)
 
 
 class _SelfAttention(torch.autograd.Function):
@@ -303,19 +310,19 @@ class _SelfAttention(torch.autograd.Function):
         a = torch.softmax(scores, dim=-1)  # (B * n_heads, T, T), max-subtracted, fused
         a_out, keep = _dropped(a, p)
         out = a_out @ v  # (B * n_heads, T, d_k)
-        ctx.save_for_backward(q, k, v, a, keep, out)
-        ctx.p, ctx.n_heads = p, n_heads
+        ctx.save_for_backward(q, k, v, a, None if keep is None else a_out, out)
+        ctx.n_heads = n_heads
         weights = a.view(B, n_heads, T, T)
         ctx.mark_non_differentiable(weights)
         return merge_heads(out.view(B, n_heads, T, d_k)), weights  # (B, T, n_heads * d_k)
 
     @staticmethod
     def backward(ctx, dconcat, _):
-        q, k, v, a, keep, out = ctx.saved_tensors
+        q, k, v, a, a_drop, out = ctx.saved_tensors
         (B, T, width), n_heads = dconcat.shape, ctx.n_heads
         d_k = width // n_heads
         dout = split_heads(dconcat, n_heads).reshape(-1, T, d_k)  # (B * n_heads, T, d_k)
-        grads = _attend_backward(dout, q, k, v, a, keep, ctx.p, out)  # dq, dk, dv
+        grads = _attend_backward(dout, q, k, v, a, a_drop, out)  # dq, dk, dv
         dqkv = torch.empty(B, T, 3, n_heads, d_k, dtype=a.dtype, device=a.device)  # as qkv
         for into, grad in zip(dqkv.permute(2, 0, 3, 1, 4), grads):
             into.copy_(grad.view(B, n_heads, T, d_k))  # each head's rows back to its columns
