@@ -33,8 +33,16 @@ from course_lib.runmode import progress
 
 
 # ----------------------------------------------------------------------------- notebook 02
+def _sdpa_4d(q, k, v, mask):
+    """``F.scaled_dot_product_attention`` as a model calls it: on 4-D (1, batch_heads, T, d_k)
+    views, where a CPU takes PyTorch's fused kernel (3-D takes its unfused math pass). Causal
+    (``is_causal``: what ``mask`` holds here); returns (out, None), no weights."""
+    out = F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=True)[0]
+    return out, None
+
+
 def backward_timings(seq_lens, batch_heads=8, d_k=64, repeats=5, device="cpu",
-                     dtype=torch.float32):
+                     dtype=torch.float32, sdpa=False):
     """Forward + backward time of the hand-derived and the autograd attention, per T.
 
     The blog post deriving the Transformer's forward and backward passes says the hand-derived
@@ -46,9 +54,12 @@ def backward_timings(seq_lens, batch_heads=8, d_k=64, repeats=5, device="cpu",
     of each round: their spread is the noise of the measurement (the best-of ratio lies within
     it). On a CPU the two paths do the same matrix products, so the ratio sits near 1 and a
     shared machine moves it more than the method does. In full mode a progress bar counts the
-    sequence lengths.
+    sequence lengths. With ``sdpa``, PyTorch's fused attention (``_sdpa_4d``) takes its turn
+    too, under "sdpa": what a model calls in place of either, and "sdpa_ratio" is sdpa / manual.
     """
     paths = {"manual": attention_torch, "autograd": attention_autograd_torch}
+    if sdpa:
+        paths["sdpa"] = _sdpa_4d
     rows = []
     for T in progress(seq_lens, desc="sequence lengths"):
         gen = torch.Generator().manual_seed(T)
@@ -67,6 +78,8 @@ def backward_timings(seq_lens, batch_heads=8, d_k=64, repeats=5, device="cpu",
                 times[name].append(time.perf_counter() - start)
         row = {"T": T, **{name: min(t[1:]) for name, t in times.items()}}
         row["ratio"] = row["autograd"] / row["manual"]
+        if sdpa:
+            row["sdpa_ratio"] = row["sdpa"] / row["manual"]
         row["ratios"] = [a / m for m, a in zip(times["manual"][1:], times["autograd"][1:])]  # per round
         rows.append(row)
     return rows

@@ -72,7 +72,10 @@ PAD, BOS, EOS = 0, 1, 2
 BYTE_OFFSET = len(SPECIAL_TOKENS)  # id of byte 0
 FIRST_MERGE_ID = BYTE_OFFSET + 256  # id of the first learned merge
 
-_CHUNK = re.compile(r" ?[^\W\d_]+| ?\d| ?[^\w\s]+| ?_+|\s+")
+# a run of letters, one digit, a run of other symbols, of underscores (each with the space before
+# it), or whitespace (the regular expression is public for tools that cut text the course's way)
+CHUNK_PATTERN = r" ?[^\W\d_]+| ?\d| ?[^\w\s]+| ?_+|\s+"
+_CHUNK = re.compile(CHUNK_PATTERN)
 
 
 def pretokenize(text: str) -> list[str]:

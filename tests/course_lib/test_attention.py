@@ -366,10 +366,16 @@ def test_torch_path_runs_on_cuda(rng):
 
 def test_backward_timings_reports_both_paths():
     rows = timing.backward_timings([8, 16], batch_heads=2, d_k=4, repeats=3)
-    assert [r["T"] for r in rows] == [8, 16]
+    assert [r["T"] for r in rows] == [8, 16] and "sdpa" not in rows[0]  # notebook 02's two
     for r in rows:
         assert r["manual"] > 0 and r["autograd"] > 0
         assert r["ratio"] == pytest.approx(r["autograd"] / r["manual"])
+    (row,) = timing.backward_timings([16], batch_heads=2, d_k=4, repeats=2, sdpa=True)
+    assert row["sdpa"] > 0 and row["sdpa_ratio"] == pytest.approx(row["sdpa"] / row["manual"])
+    q, k, v = (torch.randn(2, 16, 4) for _ in range(3))  # the baseline computes the same thing
+    mask = torch.from_numpy(att.causal_mask(16))
+    torch.testing.assert_close(timing._sdpa_4d(q, k, v, mask)[0], att.attention_torch(q, k, v, mask)[0])
+    for r in rows:
         # the spread of the rounds, notebook 02's error bar: the best-of ratio lies within it
         assert len(r["ratios"]) == 3 and min(r["ratios"]) <= r["ratio"] * (1 + 1e-12)
         assert r["ratio"] <= max(r["ratios"]) * (1 + 1e-12)

@@ -1,11 +1,13 @@
 """Byte-pair encoding in course_lib.tokenize: round trip, tie rule, incremental == naive."""
 import random
+import sys
 
 import pytest
 
 from course_lib import tokenize as tk
 from course_lib.data import generated_text
 from course_lib.translation import make_splits
+from helpers import REPO
 
 
 def _random_text(rng: random.Random, n: int) -> str:
@@ -115,3 +117,25 @@ def test_vocab_size_counts_specials_bytes_and_merges(tokenizer):
     assert tk.BPETokenizer.train(["abc"], tk.FIRST_MERGE_ID).merges == ()
     with pytest.raises(ValueError):
         tk.BPETokenizer.train(["abc"], 10)
+
+
+def test_the_benchmarks_baseline_learns_byte_pairs_the_course_can_read():
+    """``benchmarks/bpe.py`` times Hugging Face's BPE trainer against the course's learner: its
+    merges, written in GPT-2's byte-level alphabet, come back as the bytes they stand for, and
+    while one pair is more frequent than all others, both learn the same one (ties, the count-2
+    pairs here, each breaks its own way)."""
+    pytest.importorskip("tokenizers", reason="the dev extra installs tokenizers")
+    from tokenizers.pre_tokenizers import ByteLevel
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import bpe as benchmark
+
+    byte_of = benchmark._byte_of_symbol()
+    assert set(byte_of) == set(ByteLevel.alphabet()) and sorted(byte_of.values()) == list(range(256))
+    texts = ["ééé"] * 9 + ["ab"] * 4 + ["☀ x"] * 2
+    ours = benchmark.course_pairs(tk.learn_merges(tk.word_counts(texts), 6))
+    theirs = benchmark.tokenizers_merges(texts, len(ours))
+    e_acute = "é".encode()  # two bytes
+    assert ours[:4] == theirs[:4] == [(e_acute[:1], e_acute[1:]), (e_acute, e_acute),
+                                      (2 * e_acute, e_acute), (b"a", b"b")]
+    assert len(theirs) == len(ours) == 6
