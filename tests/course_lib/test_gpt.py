@@ -1,5 +1,8 @@
 """course_lib's GPT: numpy and torch agree, gradients equal plain autograd's, the KV cache
 changes nothing but speed, and sampling with temperature, top-k and top-p."""
+import os
+import shutil
+
 import numpy as np
 import pytest
 import torch
@@ -151,8 +154,12 @@ def _planted(backward, factor):
 
 
 @pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated")  # inductor's own
-@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="no CUDA device"))])
+@pytest.mark.parametrize("device", [
+    pytest.param("cpu", marks=pytest.mark.skipif(
+        not shutil.which(os.environ.get("CXX", "g++")),  # the compiler inductor calls
+        reason="no C++ compiler (CXX, else g++): torch.compile's CPU backend writes C++")),
+    pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
+                                                  reason="no CUDA device"))])
 @pytest.mark.parametrize("flash", [False, True], ids=["textbook", "flash"])
 def test_torch_compile_takes_the_model_whole_and_traces_the_hand_derived_backward(
         monkeypatch, flash, device):
