@@ -17,7 +17,8 @@ The two runs take turns, ``--eval-tokens`` training tokens each, so that whateve
 machine is doing slows both alike. After each turn the run is evaluated as nanoGPT does it
 (mean loss over 20 batches of 12 x 64 validation windows; here the same 20 batches every time
 and for both runs); evaluation is left out of the training clock and reported separately.
-Printed: the training time at which each run first reaches the target loss, their ratio,
+Printed: the training time at which each run first reaches the target loss, their ratio (where
+a run misses it, as nanoGPT's own model can, ending at 1.893: the times to the loss both reached),
 final losses (also on the whole validation split), and a profile of one training step.
 
 With ``--nanogpt PATH`` (a clone of github.com/karpathy/nanoGPT; or $NANOGPT) nanoGPT's own
@@ -140,6 +141,16 @@ def print_step_ratio(module, setup, vocab_size, train_ids, device, steps):
           f"{1e3 * np.median(nano):.1f} ms (medians); course / nanoGPT per step: median "
           f"{np.median(ratio):.3f} (middle half {np.percentile(ratio, 25):.3f}-"
           f"{np.percentile(ratio, 75):.3f})")
+
+
+def best_loss(run) -> float:
+    """The lowest validation loss of ``run``'s evaluations."""
+    return min(loss for *_, loss in run.curve)
+
+
+def time_to(run, loss) -> float | None:
+    """Training seconds at ``run``'s first evaluation at or below ``loss`` (None if never)."""
+    return next((seconds for _, seconds, value in run.curve if value <= loss), None)
 
 
 def race(runs, batches, eval_tokens):
@@ -293,10 +304,13 @@ def main(argv=None):
               f"{r.train_s:>9.1f}{r.eval_s:>8.1f}{1e3 * r.train_s / r.step:>9.1f}")
     anchor, quick = runs[0], runs[-1]  # anchor: nanoGPT's model, else baseline
     base = next(r for r in runs if r.name == "baseline")
-    if args.ablation:
-        print(f"\n-- one change at a time: time to val loss {TARGET} / {anchor.name}'s --")
+    if args.ablation:  # to the target, or where the anchor missed it, to the anchor's best
+        goal = TARGET if anchor.hit else best_loss(anchor)
+        print(f"\n-- one change at a time: time to val loss {goal:.3f} / {anchor.name}'s --"
+              + ("" if anchor.hit else f" ({anchor.name} did not reach {TARGET}: its best)"))
         for r in runs[1:]:
-            share = f"{r.hit[2] / anchor.hit[2]:.2f}" if r.hit and anchor.hit else "not reached"
+            mine = time_to(r, goal)
+            share = f"{mine / time_to(anchor, goal):.2f}" if mine else "not reached"
             print(f"{r.name:<10}{share:>12}")
     if anchor is not base:
         per_step = (base.train_s / base.step) / (anchor.train_s / anchor.step)
@@ -305,8 +319,12 @@ def main(argv=None):
         print(f"\ntime to val loss {TARGET}: fast / {anchor.name} = {quick.hit[2]:.1f} s / "
               f"{anchor.hit[2]:.1f} s = {quick.hit[2] / anchor.hit[2]:.2f} "
               f"({anchor.hit[2] / quick.hit[2]:.2f}x faster)")
-    else:
-        print(f"\nno ratio: a run did not reach val loss {TARGET}")
+    else:  # nanoGPT's own model (GELU) can end just above the target: 1.893 in 2,000 steps
+        both = max(best_loss(anchor), best_loss(quick))
+        t_anchor, t_quick = time_to(anchor, both), time_to(quick, both)
+        print(f"\nno ratio at val loss {TARGET}: a run did not reach it. To {both:.3f}, the loss "
+              f"both reached: fast / {anchor.name} = {t_quick:.1f} s / {t_anchor:.1f} s = "
+              f"{t_quick / t_anchor:.2f}")
     print(f"whole process: {time.perf_counter() - process_start:.0f} s")
 
 
