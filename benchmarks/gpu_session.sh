@@ -47,8 +47,9 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader ||
 '| torch', torch.__version__, '| triton', triton.__version__, '| numpy', numpy.__version__,
 '| GPU', torch.cuda.get_device_name() if torch.cuda.is_available() else None)" || exit 1
 
+# GPT_ARGS: more arguments for gpt_shakespeare_gpu.py (GPT_ARGS=--quick: a smoke test on a CPU)
 nanogpt=(--nanogpt .gpu/nanogpt --data .gpu/tinyshakespeare.txt --max-steps "${GPT_STEPS:-2500}"
-         --profile 10)
+         --profile 10 ${GPT_ARGS:-})
 for part in "${parts[@]}"; do
   case "$part" in
     tests) run tests "$python" -m pytest -q -p no:cacheprovider -rs -k cuda tests/course_lib/test_attention.py \
