@@ -11,6 +11,8 @@ them in parallel, so set-up waits for the longer one, not for both):
                              whether the library is loaded in this process: loads one already
                              built (a few ms); compiles only if asked to; never raises
     reason() -> str          why ``loaded()`` is False ('' when it is True)
+    why_not_usable() -> str  why a call may not take the kernels now ('' when it may): not
+                             loaded, or torch.compile tracing it (it cannot see into C++)
 
 Set-up (``python -m course_lib.data``) runs ``main()``, which builds the library or says in one
 line why it cannot; the course then runs the torch code the kernels replace. Each build lives in
@@ -65,6 +67,18 @@ def reason() -> str:
     """Why ``loaded()`` is False ('' when it is True); asks ``loaded()`` first."""
     loaded()
     return _state.get("reason", "")
+
+
+def why_not_usable() -> str:
+    """Why a call may not take the kernels now ('' when it may), for every kernel's caller: they
+    are not loaded (``loaded()``: never builds, so a first training step does not wait a
+    minute), or torch.compile is tracing the call, which cannot see into C++; the caller then
+    runs its torch twin, the same derivation, which is traced into the graph."""
+    if torch.compiler.is_compiling():  # first: loaded() looks at files, which dynamo cannot trace
+        return "torch.compile traces the torch code instead (it cannot see into the C++ kernels)"
+    if not loaded():
+        return f"the C++ kernels are not loaded: {reason()}"
+    return ""
 
 
 def build(verbose: bool = False) -> float:

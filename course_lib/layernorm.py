@@ -146,12 +146,11 @@ def layernorm_backward_torch(dout, x, mean, rstd, gamma):
 
 def kernel_reason(*tensors) -> str:
     """Why the compiled layer norm does not take these tensors ('' when it does); with none, why
-    it is not loaded at all. It takes float32 CPU tensors, once set-up has built it, outside
-    ``torch.compile`` (which traces the torch backward instead: it cannot see into C++)."""
-    if torch.compiler.is_compiling():
-        return "torch.compile traces the backward in torch ops (it cannot see into the C++ node)"
-    if not cpu_kernels.loaded():  # never builds: a first training step must not wait a minute
-        return f"the C++ kernels are not loaded: {cpu_kernels.reason()}"
+    it is not usable at all. It takes float32 CPU tensors, once set-up has built it, outside
+    ``torch.compile`` (``cpu_kernels.why_not_usable``)."""
+    why = cpu_kernels.why_not_usable()
+    if why:
+        return why
     for t in tensors:
         if not t.is_cpu:
             return f"{t.device.type} tensors: the kernel runs on the CPU"

@@ -23,8 +23,6 @@ to (..., T_q, T_k), True where a query may attend to a key.
 """
 from __future__ import annotations
 
-import torch
-
 from course_lib import cpu_kernels
 from course_lib.flash import compiled
 from course_lib.flash.cpu import tiled_attention
@@ -39,9 +37,9 @@ def flash_attention(q, k, v, causal=False, mask=None):
     kernels = _triton_kernels() if q.is_cuda else None
     if kernels is not None and kernels.supports(q, k, v, causal, mask):
         return kernels.flash_attention_triton(q, k, v, causal=causal)
-    # set-up's C++ build (loaded, never built, here), outside torch.compile, which cannot see
-    # into it and traces the torch tiles instead
-    if q.device.type == "cpu" and not torch.compiler.is_compiling() and cpu_kernels.loaded():
+    # set-up's C++ build (loaded, never built, here), outside torch.compile, which traces the
+    # torch tiles instead
+    if q.device.type == "cpu" and not cpu_kernels.why_not_usable():
         return compiled.compiled_attention(q, k, v, causal, mask)  # the tiles where it can't
     return tiled_attention(q, k, v, causal, mask)
 
