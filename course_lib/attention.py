@@ -273,8 +273,8 @@ class _Attention(torch.autograd.Function):
         if mask is not None and (a.device.type != "cpu" or not bool(mask.any(dim=-1).all())):
             a = a.nan_to_num_(0.0)  # (the test reads the mask's own small shape; on a GPU it
             # would wait for the device, where one more pass costs less)
-        a_out, keep = _dropped(a, p)
-        ctx.save_for_backward(q, k, v, a, None if keep is None else a_out)
+        a_out, _ = _dropped(a, p)  # the backward needs A_drop, not the keep mask
+        ctx.save_for_backward(q, k, v, a, a_out if p else None)
         ctx.mark_non_differentiable(a)
         return a_out @ v, a
 
@@ -308,9 +308,9 @@ class _SelfAttention(torch.autograd.Function):
         scores = torch.baddbmm(bias if bias is not None else qkv.new_zeros(()), q,
                                k.transpose(-2, -1), alpha=d_k ** -0.5)
         a = torch.softmax(scores, dim=-1)  # (B * n_heads, T, T), max-subtracted, fused
-        a_out, keep = _dropped(a, p)
+        a_out, _ = _dropped(a, p)  # the backward needs A_drop, not the keep mask
         out = a_out @ v  # (B * n_heads, T, d_k)
-        ctx.save_for_backward(q, k, v, a, None if keep is None else a_out, out)
+        ctx.save_for_backward(q, k, v, a, a_out if p else None, out)
         ctx.n_heads = n_heads
         weights = a.view(B, n_heads, T, T)
         ctx.mark_non_differentiable(weights)
