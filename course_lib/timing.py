@@ -52,8 +52,9 @@ def backward_timings(seq_lens, batch_heads=8, d_k=64, repeats=5, device="cpu",
     ``repeats`` runs in seconds for "manual" and "autograd" (after one warm-up run each), their
     ratio autograd / manual (above 1: the hand-derived pass is faster) and "ratios", the ratio
     of each round: their spread is the noise of the measurement (the best-of ratio lies within
-    it). On a CPU the two paths do the same matrix products, so the ratio sits near 1 and a
-    shared machine moves it more than the method does. In full mode a progress bar counts the
+    it). The two paths do the same matrix products; autograd adds passes over the (T, T)
+    scores (notebook 02, section 10), which weigh more as T grows, while at small T a shared
+    machine moves the ratio more than the method does. In full mode a progress bar counts the
     sequence lengths. With ``sdpa``, PyTorch's fused attention (``_sdpa_4d``) takes its turn
     too, under "sdpa": what a model calls in place of either, and "sdpa_ratio" is sdpa / manual.
     """
