@@ -148,11 +148,6 @@ def best_loss(run) -> float:
     return min(loss for *_, loss in run.curve)
 
 
-def time_to(run, loss) -> float | None:
-    """Training seconds at ``run``'s first evaluation at or below ``loss`` (None if never)."""
-    return next((seconds for _, seconds, value in run.curve if value <= loss), None)
-
-
 def race(runs, batches, eval_tokens):
     while not all(r.done for r in runs):
         for r in runs:
@@ -309,8 +304,8 @@ def main(argv=None):
         print(f"\n-- one change at a time: time to val loss {goal:.3f} / {anchor.name}'s --"
               + ("" if anchor.hit else f" ({anchor.name} did not reach {TARGET}: its best)"))
         for r in runs[1:]:
-            mine = time_to(r, goal)
-            share = f"{mine / time_to(anchor, goal):.2f}" if mine else "not reached"
+            mine = nanogpt.first_at(r.curve, goal)
+            share = f"{mine[1] / nanogpt.first_at(anchor.curve, goal)[1]:.2f}" if mine else "not reached"
             print(f"{r.name:<10}{share:>12}")
     if anchor is not base:
         per_step = (base.train_s / base.step) / (anchor.train_s / anchor.step)
@@ -321,7 +316,7 @@ def main(argv=None):
               f"({anchor.hit[2] / quick.hit[2]:.2f}x faster)")
     else:  # nanoGPT's own model (GELU) can end just above the target: 1.893 in 2,000 steps
         both = max(best_loss(anchor), best_loss(quick))
-        t_anchor, t_quick = time_to(anchor, both), time_to(quick, both)
+        (_, t_anchor), (_, t_quick) = (nanogpt.first_at(r.curve, both) for r in (anchor, quick))
         print(f"\nno ratio at val loss {TARGET}: a run did not reach it. To {both:.3f}, the loss "
               f"both reached: fast / {anchor.name} = {t_quick:.1f} s / {t_anchor:.1f} s = "
               f"{t_quick / t_anchor:.2f}")

@@ -255,18 +255,13 @@ def main(argv=None):
                   f"{base.hit[1]:.1f} s = {course.hit[1] / base.hit[1]:.2f}")
         else:
             both = max(run.best[2] for run in runs)  # the higher best
-            (_, t_base), (_, t_course) = (first_at(run.curve, both) for run in (base, course))
+            (_, t_base), (_, t_course) = (nanogpt.first_at(run.curve, both) for run in (base, course))
             print(f"no time ratio at {args.target}: a run did not reach it. To {both:.4f}, "
                   f"the loss both reached: course / nanoGPT = {t_course:.1f} s / {t_base:.1f} s = "
                   f"{t_course / t_base:.2f}")
     for run in runs if args.profile else ():
         print(f"\n-- {run.name}: {args.profile} more steps under torch.profiler --\n"
               f"{run.profile(train_ids, args.profile)}")
-
-
-def first_at(curve, loss):
-    """(step, training seconds) of the first evaluation in ``curve`` at or below ``loss``."""
-    return next((step, seconds) for step, seconds, value in curve if value <= loss)
 
 
 if __name__ == "__main__":

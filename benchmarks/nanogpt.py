@@ -1,6 +1,7 @@
 """nanoGPT's own model (github.com/karpathy/nanoGPT, ``model.py``) for the benchmarks that
 compare the course's GPT with it. Never committed here: give the folder of a clone with
-``--nanogpt PATH`` or in the ``NANOGPT`` environment variable."""
+``--nanogpt PATH`` or in the ``NANOGPT`` environment variable. ``first_at`` reads the curve of
+a race against it."""
 from __future__ import annotations
 
 import contextlib
@@ -47,3 +48,9 @@ def optimizer(model, weight_decay: float, lr: float, betas, device_type: str):
     """nanoGPT's own ``configure_optimizers`` (AdamW, decay on 2-D weights, fused on CUDA)."""
     with contextlib.redirect_stdout(None):  # it prints its parameter groups
         return model.configure_optimizers(weight_decay, lr, betas, device_type)
+
+
+def first_at(curve, loss):
+    """(step, training seconds) of the first evaluation in ``curve`` (rows of step, training
+    seconds, validation loss) at or below ``loss``; None if the run never got there."""
+    return next(((step, seconds) for step, seconds, value in curve if value <= loss), None)
