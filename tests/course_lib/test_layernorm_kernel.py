@@ -59,25 +59,27 @@ def _assert_float32_close(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=2e-4, err_msg=name)
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.fixture(params=[1, 2])
+def threads(request):
+    """torch's CPU threads for the test, 1 and then 2; as they were again afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(request.param)
+    yield request.param
+    torch.set_num_threads(before)
+
+
 @pytest.mark.parametrize("shape", SHAPES)
 def test_compiled_backward_equals_numpy_and_torch(kernels, shape, threads):
     x, gamma, beta, dout = _inputs(shape)
     out, cache = ln.layernorm_forward(x, gamma, beta)
     want = [out, *ln.layernorm_backward(dout, cache)]
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        got, node, _ = _run(x, gamma, beta, dout, compiled=True)
-        in_torch, torch_node, _ = _run(x, gamma, beta, dout, compiled=False)
-    finally:
-        torch.set_num_threads(before)
+    got, node, _ = _run(x, gamma, beta, dout, compiled=True)
+    in_torch, torch_node, _ = _run(x, gamma, beta, dout, compiled=False)
     assert node == COMPILED_NODE and torch_node == "_LayerNormFunctionBackward"
     _assert_float32_close(got, want)
     _assert_float32_close(got, in_torch)
 
 
-@pytest.mark.parametrize("threads", [1, 2])
 def test_dgamma_and_dbeta_over_many_rows_are_summed_without_drift(kernels, threads):
     """40,000 rows, a dout off zero: dgamma and dbeta sum 40,000 float32 shares each. Summed
     in float32 along each thread's chunk they were 4e-6 and 6e-6 off (relative to their
@@ -86,12 +88,7 @@ def test_dgamma_and_dbeta_over_many_rows_are_summed_without_drift(kernels, threa
     x, gamma, beta, dout = _inputs((40_000, 64), seed=3)
     dout = dout + 2.0
     _, dgamma_want, dbeta_want = ln.layernorm_backward(dout, ln.layernorm_forward(x, gamma, beta)[1])
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        (_, _, dgamma, dbeta), node, _ = _run(x, gamma, beta, dout, compiled=True)
-    finally:
-        torch.set_num_threads(before)
+    (_, _, dgamma, dbeta), node, _ = _run(x, gamma, beta, dout, compiled=True)
     assert node == COMPILED_NODE
     for got, want in ((dgamma, dgamma_want), (dbeta, dbeta_want)):
         assert np.abs(got - want).max() <= 5e-7 * np.abs(want).max()
