@@ -59,15 +59,6 @@ def _assert_float32_close(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=2e-4, err_msg=name)
 
 
-@pytest.fixture(params=[1, 2])
-def threads(request):
-    """torch's CPU threads for the test, 1 and then 2; as they were again afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(request.param)
-    yield request.param
-    torch.set_num_threads(before)
-
-
 @pytest.mark.parametrize("shape", SHAPES)
 def test_compiled_backward_equals_numpy_and_torch(kernels, shape, threads):
     x, gamma, beta, dout = _inputs(shape)
