@@ -117,12 +117,14 @@ class Run:
         if self.device.type == "cuda":
             torch.cuda.synchronize()
 
-    def turn(self, train_ids, steps):
+    def turn(self, train_ids, steps, past_end=False):
+        """``steps`` training steps, fewer where the recipe's last step comes first (unless
+        ``past_end``, for the profile: the schedule's rate then stays at its minimum)."""
         if self.uncompiled:
             self._compile(train_ids)
         self._sync()
         start = time.perf_counter()
-        n = min(steps, self.r["max_steps"] - self.step)
+        n = steps if past_end else min(steps, self.r["max_steps"] - self.step)
         for _ in range(n):
             self.step += 1
             for group in self.opt.param_groups:
@@ -169,9 +171,8 @@ class Run:
 
         cuda = self.device.type == "cuda"
         activities = [ProfilerActivity.CPU] + [ProfilerActivity.CUDA] * cuda
-        self.r = dict(self.r, max_steps=self.step + steps)  # past the last step: no matter
         with profile(activities=activities) as prof:
-            self.turn(train_ids, steps)
+            self.turn(train_ids, steps, past_end=True)
         key = "self_cuda_time_total" if cuda else "self_cpu_time_total"
         return prof.key_averages().table(sort_by=key, row_limit=15)
 
