@@ -56,9 +56,6 @@ N00 = [
         _JVP_SUM, "np.sum(g, axis=axis, keepdims=True)", ("g * s", "sum(g)", "`s`")),
     Bug("warmup.softmax_jvp", "the inner product summed over the whole array",
         _JVP_SUM, "np.sum(g * s)", ("axis", "whole")),
-    Bug("warmup.softmax_jvp", "the diagonal of the Jacobian only, as for a sigmoid",
-        "s * (g - np.sum(g * s, axis=axis, keepdims=True))", "s * (1 - s) * g",
-        ("1 - s", "diagonal", "sum term")),
     Bug("warmup.softmax_jvp", "the sum hard-coded to axis 0",
         _JVP_SUM, "np.sum(g * s, axis=0, keepdims=True)", ("axis",)),
 ]

@@ -67,6 +67,8 @@ def _forward_cases(rng, hidden):
             _attention_case(rng, (2,), 3, 3, 4, 2, mask=ref.padding_mask([3, 0], 3)),
             _attention_case(rng, (2, 2), 4, 4, 8, 8, mask=causal_mask(4), scale=10.0),
             _attention_case(rng, (), 1, 1, 1, 1),
+            # the hidden case's twin: a softmax without a row's own maximum fails here too
+            _rows_far_apart(_attention_case(rng, (), 3, 4, 4, 2)),
         ]
     return [
         _attention_case(rng, (2, 3), 5, 5, 8, 8, mask=causal_mask(5)),
@@ -170,6 +172,11 @@ def _uniform_when_fully_masked(Q, K, V, mask=None):
     return _attend(S if mask is None else np.where(mask, S, -1e9), V)
 
 
+def _boolean_mask_added(Q, K, V, mask=None):
+    S = _scores(Q, K, np.sqrt(Q.shape[-1]))
+    return _attend(S if mask is None else S + mask, V)
+
+
 def _no_max_subtraction(Q, K, V, mask=None):
     S = _scores(Q, K, np.sqrt(Q.shape[-1]))
     e = np.exp(masked_scores(S, mask))
@@ -208,6 +215,10 @@ FORWARD = Exercise(
                 "S * mask turns a masked score into 0, and exp(0) = 1 still gives that key "
                 "weight; set masked scores to -inf (np.where(mask, S, -np.inf)) instead.",
                 _mask_multiplied),
+        Mistake("the boolean mask added to the scores",
+                "S + mask adds 1 where a key is visible and 0 where it is masked, which hides "
+                "nothing; set the masked scores to -inf (np.where(mask, S, -np.inf)).",
+                _boolean_mask_added),
         Mistake("mask applied after softmax",
                 "zeroing weights after the softmax leaves rows that no longer sum to 1; "
                 "set masked scores to -inf before the softmax instead.", _mask_after_softmax),
@@ -423,7 +434,10 @@ def _backward_cases(rng, hidden):
             _backward_case(rng, (3,), 4, 6, 2, 3, mask=ref.padding_mask([6, 3, 0], 6)),
             _backward_case(rng, (), 1, 1, 1, 1),
             _backward_case(rng, (), 6, 2, 5, 7),
-            _backward_case(rng, (2,), 4, 4, 8, 2, scale=2.0)]
+            _backward_case(rng, (2,), 4, 4, 8, 2, scale=2.0),
+            # every size equal: code that tells dA from its transpose by their shapes, or d_k
+            # from T_k, cannot on this one
+            _backward_case(rng, (), 3, 3, 3, 3)]
 
 
 def _backward_reference(dout, Q, K, V, A):
@@ -469,6 +483,10 @@ BACKWARD = Exercise(
         Mistake("softmax backward missing the sum term",
                 "the softmax Jacobian is diag(a) - a a^T: dS = A * (dA - sum(dA * A)), "
                 "the sum taken over each row.", _backward_with(lambda A, dA: A * dA)),
+        Mistake("only the diagonal of the softmax Jacobian (the sigmoid's derivative A(1 - A))",
+                "every weight of a row depends on every score of that row: the Jacobian is "
+                "diag(a) - a a^T, so dS = A * (dA - sum(dA * A)) over each row, not A * (1 - A) * dA.",
+                _backward_with(lambda A, dA: A * (1 - A) * dA)),
         Mistake("softmax backward summed over the wrong axis",
                 "each row of A is one softmax: sum dA * A over the keys (axis=-1).",
                 _backward_with(lambda A, dA: softmax_jvp(A, dA, axis=-2))),

@@ -447,17 +447,18 @@ FORWARD = Exercise(
 def tiled_backward(dout, Q, K, V, out, lse, causal=False, block_q=4, block_k=4, *,
                    D_from_tile=False, use_D=True, tile_softmax=False, mask=True,
                    scale_twice=None, dk_transpose=True, dv_transpose=True, scaled=True,
-                   guard=True, diagonal_skipped=False):
+                   guard=True, diagonal_skipped=False, top_left=False):
     """FlashAttention's backward, tile by tile: dQ, dK, dV shaped like Q, K, V.
 
     Per tile: A = exp(S - lse); dV_j += A^T dout_i; dA = dout_i V_j^T; dS = A * (dA - delta_i);
     dQ_i += dS K_j / sqrt(d_k); dK_j += dS^T Q_i / sqrt(d_k), with delta = rowsum(dout * out).
     The keyword-only switches model mistakes (see BACKWARD_MISTAKES); ``scale_twice`` is
     "dK" (Q scaled before the scores, and dK scaled again) or "both" (dS and dQ, dK scaled);
-    ``tile_softmax`` is "guarded" (a row of -inf gets weights 0) or "plain" (NaN there).
+    ``top_left`` True (the causal tiles and the key loop's stop aligned top-left) or "mask"
+    (the tiles' mask alone); ``tile_softmax`` is "guarded" (a row of -inf gets weights 0) or "plain" (NaN there).
     """
     T_q, T_k = Q.shape[-2], K.shape[-2]
-    offset = T_k - T_q
+    offset = 0 if top_left is True else T_k - T_q  # "mask": the tiles' mask alone top-left
     scale = 1.0 / np.sqrt(Q.shape[-1])
     delta = (dout * out).sum(axis=-1)  # (..., T_q)
     lse = np.where(np.isfinite(lse), lse, np.inf) if guard else lse
@@ -470,7 +471,7 @@ def tiled_backward(dout, Q, K, V, out, lse, causal=False, block_q=4, block_k=4, 
         for k0 in range(0, stop, block_k):
             Kj, Vj = K[..., k0:k0 + block_k, :], V[..., k0:k0 + block_k, :]
             S = Qi @ _swapT(Kj) * scale
-            S = _causal_tile(S, q0, k0, offset) if causal and mask else S
+            S = _causal_tile(S, q0, k0, 0 if top_left else offset) if causal and mask else S
             if tile_softmax:  # "guarded": 0 for a row of -inf, as notebook 02's softmax
                 row_max = S.max(axis=-1, keepdims=True)
                 e = np.exp(S - (finite_shift(row_max) if tile_softmax == "guarded" else row_max))
@@ -542,6 +543,10 @@ BACKWARD_MISTAKES = (
     Mistake("causal key loop stops one block early (the diagonal block is skipped)",
             "the backward visits the same tiles as the forward: key blocks up to "
             "min(T_k, q0 + rows + T_k - T_q).", _backward_with(diagonal_skipped=True)),
+    Mistake("causal mask aligned top-left instead of bottom-right",
+            "the backward masks the tiles as the forward does: with T_q ≠ T_k query i sits at "
+            "position i + T_k - T_q and sees keys j <= i + T_k - T_q.", _backward_with(top_left=True),
+            detect=_any_of(_backward_with(top_left=True), _backward_with(top_left="mask"))),
     Mistake("a query with no key gives NaN",
             "a query that sees no key has lse = -inf, and exp(-inf - (-inf)) is NaN: use "
             "lse = +inf there (its weights are then exp(S - inf) = 0).",

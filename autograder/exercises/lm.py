@@ -164,8 +164,9 @@ def _softmax(z):
 
 
 def _ppl_cases(rng, hidden):
-    spec = [(5, 4, 1.0), (12, 6, 2.0), (1, 3, 0.0)] if not hidden else \
-        [(1, 5, 1.0), (50, 10, 4.0), (9, 7, 0.0), (30, 3, 1.5)]
+    # a long text: the product of its probabilities underflows to 0 (log of a product fails)
+    spec = [(5, 4, 1.0), (12, 6, 2.0), (1, 3, 0.0), (600, 6, 1.0)] if not hidden else \
+        [(1, 5, 1.0), (50, 10, 4.0), (9, 7, 0.0), (30, 3, 1.5), (1500, 12, 1.0)]
     return [dict(probs=_softmax(rng.normal(size=(T, V)) * s), targets=rng.integers(0, V, size=T))
             for T, V, s in spec]
 
@@ -452,7 +453,8 @@ EXERCISES = [
         points=1.0,
         output_names=("ppl", "bpc"),
         forbidden=NO_LIBRARY,
-        features=shape_features(**{"a single token (T = 1)": lambda c: len(c["targets"]) == 1}),
+        features=shape_features(**{"a single token (T = 1)": lambda c: len(c["targets"]) == 1,
+                                   "a long text (T in the hundreds)": lambda c: len(c["targets"]) >= 500}),
         dims=lambda c: {"T": len(c["targets"]), "vocab_size": c["probs"].shape[-1]},
         mistakes=PPL_MISTAKES,
     ),

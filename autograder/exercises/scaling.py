@@ -228,16 +228,17 @@ def _memory_cases(rng, hidden):
             for b, m in kinds]
 
 
-def _memory_with(adam_states=2, master=None, master_bytes=lambda b: 4, gradients=True):
-    """The memory budget with one convention changed: the number of Adam states (4 bytes
-    each), whether the master copy is kept (None: as master_weights says) and its bytes per
-    parameter, whether gradients are counted."""
+def _memory_with(adam_states=2, master=None, master_bytes=lambda b: 4, gradients=True,
+                 adam_bytes=lambda b: 4):
+    """The memory budget with one convention changed: the number of Adam states and their
+    bytes per parameter, whether the master copy is kept (None: as master_weights says) and
+    its bytes per parameter, whether gradients are counted."""
     def wrong(n_params, bytes_per_param, master_weights):
         weights = n_params * bytes_per_param
         grads = weights if gradients else 0
         keep = master_weights if master is None else master
         copy = n_params * master_bytes(bytes_per_param) if keep else 0
-        adam = n_params * 4 * adam_states
+        adam = n_params * adam_bytes(bytes_per_param) * adam_states
         return weights, grads, copy, adam, weights + grads + copy + adam
     return wrong
 
@@ -246,11 +247,13 @@ MEMORY_MISTAKES = (
     Mistake("Adam states forgotten",
             "Adam keeps two numbers per parameter, its first and second moments, in fp32: 8 bytes per "
             "parameter on top of the weights and gradients.", _memory_with(adam_states=0)),
-    Mistake("only one Adam state, or its two moments in 2 bytes each (4 bytes per parameter in all)",
+    Mistake("only one Adam state (4 bytes per parameter)",
             "Adam keeps a running mean of the gradients *and* a running mean of their squares, "
-            "each in fp32: 4 + 4 bytes per parameter, whatever the precision of the weights (one "
-            "4-byte state and two fp16 states give the same 4 bytes).",
-            _memory_with(adam_states=1)),
+            "each in fp32: 4 + 4 bytes per parameter.", _memory_with(adam_states=1)),
+    Mistake("Adam's two moments kept in the working precision",
+            "the optimizer's states stay in fp32 whatever the precision of the weights: "
+            "4 + 4 bytes per parameter, not 2 * bytes_per_param.",
+            _memory_with(adam_bytes=lambda b: b)),
     Mistake("fp32 master copy forgotten",
             "in mixed precision (master_weights=True) the optimizer updates an fp32 copy of the "
             "weights: 4 more bytes per parameter.", _memory_with(master=False)),

@@ -91,6 +91,11 @@ SOFTMAX_EQUIVALENT = {
         "masked rows",
 }
 
+def _log_softmax(z, axis=-1):
+    shifted = z - np.max(z, axis=axis, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
 EXERCISES = [
     Exercise(
         id="warmup.softmax",
@@ -114,6 +119,10 @@ EXERCISES = [
                     "subtract the maximum of each slice along `axis` (keepdims=True), not the "
                     "global maximum: a row far below the global maximum underflows to 0/0.",
                     wrong=_global_max),
+            Mistake("the log of the softmax returned",
+                    "z - max - log(sum(exp(z - max))) is log s, the log-softmax: return its "
+                    "exp, or exp(z - max) / sum(exp(z - max)) directly.",
+                    wrong=_log_softmax),
             Mistake("not normalised",
                     "divide exp(z - max) by its sum along the axis so each slice sums to 1.",
                     detect=lambda case, got, want: np.allclose(
@@ -134,6 +143,10 @@ EXERCISES = [
             Mistake("softmax backward missing the sum term",
                     "the Jacobian is diag(s) - s s^T: besides s * g there is the term "
                     "-s * sum(g * s) along the axis.", wrong=lambda s, g, axis=-1: s * g),
+            Mistake("only the diagonal of the Jacobian (the sigmoid's derivative s(1 - s))",
+                    "every output of a softmax depends on every input: the Jacobian is "
+                    "diag(s) - s s^T, not diag(s(1 - s)), so dz = s * (g - sum(g * s)) along the axis.",
+                    wrong=lambda s, g, axis=-1: s * (1 - s) * g),
             Mistake("sum term with the wrong sign",
                     "dz = s * (g - sum(g * s)): the sum is subtracted.",
                     wrong=lambda s, g, axis=-1: s * (g + np.sum(g * s, axis=axis, keepdims=True))),

@@ -206,25 +206,50 @@ def _input_changes(ex: Exercise, case: dict) -> dict[str, dict]:
     return {k: v for k, v in changes.items() if v is not None}
 
 
-def changed_inputs(ex: Exercise, failing: list, wrong: list[int], deadline: float | None = None) -> str | None:
+def changed_inputs(ex: Exercise, failing: list, wrong: list[int], deadline: float | None = None,
+                   passing: list = ()) -> str | None:
     """The change of one input (a scale, a transpose, a shift) that turns the reference's
-    outputs into the learner's on every failing case; None also past ``deadline``
-    (``time.monotonic``)."""
-    finite = [f for f in failing if all(np.isfinite(f[1][k]).all() for k in wrong)]
-    if len(finite) * 2 >= len(failing):  # NaN from inf - inf says little about a formula
-        failing = finite
+    outputs into the learner's on every failing case and keeps them on every ``passing`` case
+    (a change that would break a case the learner gets right is not the learner's); None when
+    changes of different inputs fit, and also past ``deadline`` (``time.monotonic``).
+
+    Failing cases where the learner's outputs hold NaN or inf say little about a formula
+    (inf - inf): when they are at most half, the change is looked for on the others, and the
+    message says that those cases are not explained when the change does not explain them."""
+    ok = [all(np.isfinite(f[1][k]).all() for k in wrong) for f in failing]
+    overflowed = []
+    if sum(ok) * 2 >= len(failing):
+        overflowed = [f for f, fine in zip(failing, ok) if not fine]
+        failing = [f for f, fine in zip(failing, ok) if fine]
     per_case = [_input_changes(ex, case) for case, _, _ in failing]
+    kept = [(safe_outputs(ex.reference, case), _input_changes(ex, case)) for case in passing]
+    fits = []
     for label in per_case[0]:
         if deadline is not None and time.monotonic() > deadline:
             return None
         if not all(label in changes for changes in per_case):
             continue
         if all(_matches(got, safe_outputs(ex.reference, changes[label]), wrong)
-               for (case, got, _), changes in zip(failing, per_case)):
-            verb = "is" if len(wrong) == 1 else "are"
-            return (f"Your {_listed(ex, wrong)} {verb} what the right formula gives with {label}: look at where "
-                    f"your code uses {label.split('`')[1]}.")
-    return None
+               for (case, got, _), changes in zip(failing, per_case)) and \
+                not any(right is not None and label in changes and
+                        not _matches(right, safe_outputs(ex.reference, changes[label]) or right, wrong)
+                        for right, changes in kept):
+            fits.append(label)
+    if not fits or len({label.split("`")[1] for label in fits if "`" in label}) > 1:
+        return None
+    label = fits[0]
+    verb = "is" if len(wrong) == 1 else "are"
+    message = (f"Your {_listed(ex, wrong)} {verb} what the right formula gives with "
+               f"{' or with '.join(fits[:2])}: look at where your code uses {label.split('`')[1]}.")
+    unexplained = [f for f in overflowed
+                   if not _matches(f[1], safe_outputs(ex.reference, _input_changes(ex, f[0]).get(label)), wrong)]
+    if unexplained:
+        n = len(unexplained)
+        message += (f" On {n} other failing case{'s' * (n > 1)} your {_listed(ex, wrong)} "
+                    f"{'has' if len(wrong) == 1 else 'have'} NaN or inf where the reference is finite, "
+                    "which that change does not explain: an overflow (exp of a large number?), "
+                    "inf - inf, or a division by zero.")
+    return message
 
 
 # ----------------------------------------------------------------------------- 3. output transformed
@@ -442,7 +467,7 @@ def diagnose(ex: Exercise, failing: list, passing: list, raised: list = (),
         return messages, kind
     steps = [lambda: held_constant(ex, failing, wrong), lambda: outputs_in_wrong_order(ex, failing, wrong)]
     steps += [lambda k=k: transformed_output(ex, failing, k) for k in wrong[:2]]
-    steps += [lambda: changed_inputs(ex, failing, wrong, deadline)]
+    steps += [lambda: changed_inputs(ex, failing, wrong, deadline, passing)]
     for step in steps:
         found = step()
         if found:

@@ -4,8 +4,9 @@ Trusted side only (the judge, in the grader and in the check cell). ``explain`` 
 mutants of ``autograder.judge.mutation`` on the cases a learner's function was graded on and keeps
 those whose outputs equal the learner's on every case, failing and passing alike. If the
 survivors all say the same thing, that change is told in plain words; if changes that say
-different things fit (even at one place: "axis 0" or "every entry"?), nothing specific is
-said (a wrong diagnosis is worse than none).
+different things fit, nothing specific is said (a wrong diagnosis is worse than none), except
+for two changes of the same spot ("over axes (-2, -1)" or "over every entry" of a 2-D array),
+which are both told.
 
 A mutant may loop or allocate without end (a loop bound changed): the search runs in a forked
 child with a memory limit, a deadline per call and one for the whole search
@@ -19,6 +20,7 @@ import time
 import numpy as np
 
 from autograder.kernel.contained import Overtime, call_within, in_child
+from autograder.kernel.operators import ANONYMOUS_SWAP
 from autograder.judge.diagnose import close_per_output
 from autograder.judge.exercise import Exercise
 from autograder.judge.mutation import mutants, mutants_by
@@ -95,7 +97,16 @@ def explain(ex: Exercise, failing: list, passing: list, raised: list = (),
     found = matching(ex, [(c, g) for c, g, _ in failing] + [(c, None) for c in raised] + list(passing), budget, wall)
     if not found:
         return None
-    if len({m.words for m in found}) != 1:  # two fits that say different things: no claim,
-        return None                          # even at one place ("axis 0" or "every entry"?)
-    return (f"Your code behaves like the right one with a single change: {found[0].words}. "
-            "Look for that spot in your code.")
+    words = list(dict.fromkeys(m.words for m in found))
+    if any(w.startswith(ANONYMOUS_SWAP) for w in words) and \
+            any(m.host.rpartition(".")[2] != ex.function for m in found):
+        return None  # "one variable for another" in code the learner did not write: no spot to look at
+    if len(words) == 1:
+        return (f"Your code behaves like the right one with a single change: {words[0]}. "
+                "Look for that spot in your code.")
+    # two fits that say different things: no claim, unless both change the same spot (the
+    # cases cannot tell "over axes (-2, -1)" from "over every entry" of a 2-D array): then both
+    if len(words) == 2 and len({(m.host, m.site) for m in found}) == 1:
+        return (f"Your code behaves like the right one with one change at one spot, which these "
+                f"cases cannot pin down: {words[0]}, or {words[1]}. Look for that spot in your code.")
+    return None

@@ -219,7 +219,9 @@ def _made_stream(ex: Exercise):
             seen[key] = seen.get(key, 0) + 1
             if seen[key] > 1:
                 key += f" #{seen[key]}"
-            where = "" if host.__name__ == ex.function else f" (in {host.__name__.strip('_').replace('_', ' ')})"
+            # a course function named in words; a private one of the registry's is no name a learner knows
+            where = "" if host.__name__ in (ex.function,) or host.__name__.startswith("_") else \
+                f" (in {host.__name__.replace('_', ' ')})"
             words = (lambda w=site.words, where=where: (w() if callable(w) else w) + where) \
                 if callable(site.words) else site.words + where
             yield Mutant(key, _qualified(host), site.index, site.family, words, fn)

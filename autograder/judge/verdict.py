@@ -161,7 +161,8 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
     if errors and all(e == NOT_IMPLEMENTED for e in errors) and not failing:
         verdict.messages.append(f"`{ex.function}` is not implemented yet.")
         return verdict
-    mistake = identify_mistake(ex, failing)
+    # the right numbers in the wrong kind of array match a listed mistake's too (1.0 == True)
+    mistake = None if _dtype_only(ex, failing) else identify_mistake(ex, failing, passing)
     if mistake is not None:
         verdict.messages.append(mistake.message())
         verdict.kind = "listed"
@@ -230,9 +231,13 @@ def _confirmed_fix(ex: Exercise, wants: list, fixes) -> tuple[tuple, str | None]
 
 
 def _all_zeros(ex: Exercise, failing: list) -> str | None:
-    """A message when an output is all zeros on every failing case (the reference's is not)."""
+    """A message when an output is all zeros on every failing case (the reference's is not).
+    Zero is a token id or a count like any other: for an integer output one failing case is
+    not enough (an argmax that finds nothing gives 0 too)."""
     n = min(len(got) for _, got, _ in failing)
     for k in range(n):
+        if len(failing) < 2 and output_kind(failing[0][2][k]) in ("int", "bool"):
+            continue
         if all(got[k].size and not np.any(got[k]) and np.any(want[k]) for _, got, want in failing):
             return (f"`{ex.name_of(k)}` is all zeros on every failing case: is a result computed but "
                     "never written into the array you return, or a loop never run?")
@@ -262,8 +267,12 @@ def _detects(mistake, case, got, want) -> bool:
         return False
 
 
-def identify_mistake(ex: Exercise, failing: list):
-    """The first registered mistake that explains every failing case, or None."""
+def identify_mistake(ex: Exercise, failing: list, passing: list = ()):
+    """The first registered mistake that explains every failing case and that no passing case
+    (case, got) contradicts, or None. A mistake's ``wrong`` whose outputs differ from the
+    learner's right ones on a passing case is not the learner's: with one or two failing cases
+    another bug can coincide with it there (an argmax that ignores u, on the one case where the
+    learner's sampling slips)."""
     if not failing:
         return None
     for mistake in ex.mistakes:
@@ -277,6 +286,18 @@ def identify_mistake(ex: Exercise, failing: list):
             if not ok:
                 break
             explained += 1
-        if explained == len(failing):
+        if explained == len(failing) and not _contradicted(ex, mistake, passing):
             return mistake
     return None
+
+
+def _contradicted(ex: Exercise, mistake, passing: list) -> bool:
+    """Whether a passing case shows that the learner does not make ``mistake``: its ``wrong``
+    gives other outputs there (a ``detect`` cannot say, nor a ``wrong`` that raises)."""
+    if mistake.detect is not None:
+        return False
+    for case, got in passing:
+        wrong = safe_outputs(mistake.wrong, case)
+        if wrong is not None and not _close(ex, got, wrong, equal_nan=True):
+            return True
+    return False

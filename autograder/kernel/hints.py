@@ -196,6 +196,12 @@ def _broadcast(err, msg, site, function, signature):
         return None
     listed = msg.split("requested")[0]
     shapes = [parse_shape(s) for s in re.findall(r"\(([\d,\s]*)\)(?!->)", listed)]
+    if "remapped" in msg and "requested shape" not in msg:  # einsum's (it requests no shape)
+        originals = [parse_shape(s) for s in re.findall(r"\(([\d,]*)\)->", msg)]
+        return ("an einsum's subscripts pair axes of different lengths"
+                + (" (shapes " + " and ".join(fmt(s) for s in originals) + ")" if originals else ""),
+                "check that each letter of the subscripts names axes of the same length in every "
+                "operand, in the order of that operand's shape")
     if "remapped" in msg:  # matmul's batch axes: (2,3,3)->(2,newaxis,newaxis)
         batch = [parse_shape(s) for s in re.findall(r"->\(([\d,]*)", msg.replace("newaxis", ""))]
         short = "the batch axes of a matmul do not broadcast"

@@ -50,6 +50,9 @@ _CMP = {ast.Lt: (ast.LtE, "<", "<="), ast.LtE: (ast.Lt, "<=", "<"), ast.Gt: (ast
 
 
 
+ANONYMOUS_SWAP = "one variable is used where another belongs"  # the names are the reference's own
+
+
 class Site:
     """Where a change applies (the index of a node in ``ast.walk`` order) and what it is;
     ``line``: for a line dropped or moved, that statement (in the original tree)."""
@@ -110,6 +113,22 @@ def replaced(context, node, new) -> str:
             elif isinstance(value, list) and any(v is target for v in value):
                 value[[v is target for v in value].index(True)] = new
     return ast.unparse(twin)
+
+
+def _duplicates_a_target(node, new, parents) -> bool:
+    """Whether ``new`` in place of ``node`` makes one target of a tuple assignment the same as
+    another (``A[o, o], A[o, o] = -s, c``): the first value is then never kept, which no one
+    writes; the learner who left out that value did not swap a name, and hearing so misleads."""
+    up = node
+    while id(up) in parents:
+        parent = parents[id(up)]
+        if isinstance(parent, ast.Tuple) and isinstance(parent.ctx, ast.Store):
+            changed = replaced(up, node, new)
+            return any(ast.unparse(other) == changed for other in parent.elts if other is not up)
+        if isinstance(parent, ast.stmt):
+            return False
+        up = parent
+    return False
 
 
 def _keyword(node: ast.Call, name):
@@ -298,11 +317,11 @@ def changes(tree: ast.FunctionDef, public: set[str], repair: bool = False, keys=
                         "(it starts and ends one place off)")
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in variables:
             for other in variables:
-                if other != node.id:
+                if other != node.id and not _duplicates_a_target(node, ast.Name(other, ast.Load()), parents):
                     add(node, ast.Name(other, ast.Load()), "variable", lambda node=node, other=other: _in_context(
                         node, ast.Name(other, ast.Load()), parents, public | {other}) or (
                         f"`{other}` is used where `{node.id}` belongs" if node.id in public and other in public
-                        else "one variable is used where another belongs"))
+                        else ANONYMOUS_SWAP))
         if not repair:  # the learner's own code is not held to the reference's signature
             sites += _contract_changes(node, index, defaults)
         if isinstance(node, (ast.FunctionDef, ast.For, ast.If, ast.With)):

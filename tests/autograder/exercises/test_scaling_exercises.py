@@ -159,7 +159,8 @@ WRONG = [
      "petaflop/s-day taken as 1e15 FLOPs"),
     (*_mutant("scaling.memory", "adam = 2 * 4 * n_params", "adam = 0"), "Adam states forgotten"),
     (*_mutant("scaling.memory", "adam = 2 * 4 * n_params", "adam = 2 * bytes_per_param * n_params"),
-     "only one Adam state"),  # 2 states of 2 bytes look like one of 4: the hint names both
+     "Adam's two moments kept in the working precision"),
+    (*_mutant("scaling.memory", "adam = 2 * 4 * n_params", "adam = 4 * n_params"), "only one Adam state"),
     (*_mutant("scaling.memory", "master = 4 * n_params if master_weights else 0", "master = 0"),
      "fp32 master copy forgotten"),
     (*_mutant("scaling.kv_cache", "return 2 * n_layers", "return n_layers"),
