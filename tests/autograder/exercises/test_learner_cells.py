@@ -1,0 +1,198 @@
+"""Whole solution cells written in a learner's own style, each once told something wrong.
+
+An audit wrote about 240 such cells for notebooks 00-07 (loops, their own names, einsum, two
+mistakes at once); these are the ones whose feedback named a mistake the code does not make,
+or said nothing where a listed mistake applies. Each is graded once (``solution_cells.
+verdict_with``, on the graded cases, or the check cell's public ones where that is where it
+went wrong) and held to what a right diagnosis must say and what it must not.
+"""
+import textwrap
+from dataclasses import dataclass
+
+import pytest
+
+from solution_cells import verdict_with
+
+
+@dataclass(frozen=True)
+class Cell:
+    exercise: str
+    what: str
+    source: str
+    says: tuple[str, ...] = ()      # each must be in the messages
+    never: tuple[str, ...] = ()     # none may be
+    public: bool = False            # the check cell's cases instead of the graded ones
+
+
+CELLS = [
+    Cell("warmup.softmax", "no max-subtraction and the sum always over the last axis", """
+        def softmax(z, axis=-1):
+            e = np.exp(z)
+            return e / e.sum(axis=-1, keepdims=True)
+        """, says=("-1 in place of `axis`", "NaN or inf"), never=("+ 1",)),
+    Cell("lm.roll_die", "argmax(cdf > u) gives face 0 when u rounds above the last cdf", """
+        def roll_die(weights, u):
+            cdf = np.cumsum(weights, axis=1) / weights.sum(axis=1, keepdims=True)
+            return np.argmax(cdf > u[:, None], axis=1)
+        """, says=("u just below 1",), never=("argmax instead of sampling", "all zeros"), public=True),
+    Cell("lm.roll_die", "no clip to the last face", """
+        def roll_die(weights, u):
+            p = weights / weights.sum(axis=1, keepdims=True)
+            cdf = np.cumsum(p, axis=1)
+            return (cdf <= u[:, None]).sum(axis=1)
+        """, says=("u just below 1",), never=("numbered from 1", "left out"), public=True),
+    Cell("attention.forward", "masked scores filled with finfo.min: uniform weights for a fully masked query", """
+        def attention_forward(Q, K, V, mask=None):
+            S = np.matmul(Q, np.swapaxes(K, -1, -2)) / np.sqrt(Q.shape[-1])
+            if mask is not None:
+                S = np.where(mask, S, np.finfo(S.dtype).min)
+            S = S - S.max(axis=-1, keepdims=True)
+            A = np.exp(S) / np.exp(S).sum(axis=-1, keepdims=True)
+            return A @ V, A
+        """, says=("fully masked query gets uniform weights",), never=("multiplying",), public=True),
+    Cell("encdec.masks", "float 0/1 masks of the right shapes", """
+        def attention_masks(src, tgt_in, pad_id=0):
+            s = (src != pad_id).astype(float)[:, None, None, :]
+            T = tgt_in.shape[1]
+            dec = np.tril(np.ones((T, T))) * (tgt_in != pad_id)[:, None, None, :]
+            return s, s, dec
+        """, says=("holds the right numbers", "dtype=bool"), never=("shapes wrong",)),
+    Cell("attention.backward", "dA transposed, swapped back only where the shapes differ", """
+        def attention_backward(dout, Q, K, V, A):
+            dA = V @ np.swapaxes(dout, -1, -2)
+            dA = np.swapaxes(dA, -1, -2) if dA.shape[-1] != A.shape[-1] else dA
+            dS = A * (dA - np.sum(dA * A, axis=-1, keepdims=True))
+            scale = 1.0 / np.sqrt(Q.shape[-1])
+            return dS @ K * scale, np.swapaxes(dS, -1, -2) @ Q * scale, np.swapaxes(A, -1, -2) @ dout
+        """, says=("`dout` and `V` swapped",), never=("K.shape",)),
+    Cell("positional.rotation", "the lower -sin of each block never written", """
+        def rotation_matrix(tau, d_model):
+            theta = tau / 10000 ** (2 * np.arange(d_model // 2) / d_model)
+            A = np.zeros((d_model, d_model))
+            e = np.arange(0, d_model, 2)
+            A[e, e] = np.cos(theta)
+            A[e + 1, e + 1] = np.cos(theta)
+            A[e, e + 1] = np.sin(theta)
+            return A
+        """, never=("one variable",)),
+    Cell("gpt.kv_step", "the cache never filled: each token attends to itself", """
+        def gpt_step(token, pos, cache, params, n_heads):
+            x = params["W_E"][token][:, None, :] + params["W_P"][pos]
+            for layer, p in enumerate(params["blocks"]):
+                W_q, W_k, W_v, W_o = p["attn"]
+                h = layernorm_forward(x, *p["norm1"])[0]
+                q = split_heads(h @ W_q, n_heads)
+                k, v = split_heads(h @ W_k, n_heads), split_heads(h @ W_v, n_heads)
+                if layer in cache:
+                    k = np.concatenate([cache[layer][0], k], axis=2)
+                    v = np.concatenate([cache[layer][1], v], axis=2)
+                    cache[layer] = (k, v)
+                x = x + merge_heads(attention_forward(q, k, v)[0]) @ W_o
+                x = x + ffn_forward(layernorm_forward(x, *p["norm2"])[0], *p["ffn"])[0]
+            x = layernorm_forward(x, *params["norm_f"])[0]
+            return (x @ params["W_E"].T)[:, 0]
+        """, never=("one variable", "mha forward")),
+    Cell("layernorm.ffn", "einsum reading W1 as (out, in)", """
+        def ffn_forward(x, W1, b1, W2, b2):
+            h = np.einsum("...i,ji->...j", x, W1) + b1
+            h = np.maximum(h, 0)
+            out = np.einsum("...j,jk->...k", h, W2) + b2
+            return out, (x, h)
+        """, says=("einsum",), never=("matmul",)),
+    Cell("attention.forward", "the maximum over every finite score of the array", """
+        def attention_forward(Q, K, V, mask=None):
+            S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+            if mask is not None:
+                S = np.where(mask, S, -np.inf)
+            e = np.exp(S - np.max(S[np.isfinite(S)], initial=0.0))
+            total = e.sum(axis=-1, keepdims=True)
+            A = e / np.where(total == 0, 1.0, total)
+            return A @ V, A
+        """, says=("every entry",), public=True),
+    Cell("lm.perplexity", "the log of the product of the probabilities", """
+        def perplexity(probs, targets):
+            p = probs[np.arange(len(targets)), targets]
+            nll = -np.log(np.prod(p)) / len(targets)
+            return np.exp(nll), nll / np.log(2)
+        """, says=("a long text",), public=True),
+    Cell("warmup.softmax", "the log-softmax returned", """
+        def softmax(z, axis=-1):
+            m = np.max(z, axis=axis, keepdims=True)
+            return z - m - np.log(np.sum(np.exp(z - m), axis=axis, keepdims=True))
+        """, says=("the log of the softmax returned",)),
+    Cell("attention.backward", "the diagonal of the softmax Jacobian only", """
+        def attention_backward(dout, Q, K, V, A):
+            dA = dout @ np.swapaxes(V, -1, -2)
+            dS = dA * A * (1 - A)
+            scale = 1.0 / np.sqrt(Q.shape[-1])
+            return dS @ K * scale, np.swapaxes(dS, -1, -2) @ Q * scale, np.swapaxes(A, -1, -2) @ dout
+        """, says=("only the diagonal of the softmax Jacobian",)),
+    Cell("attention.forward", "the boolean mask added to the scores", """
+        def attention_forward(Q, K, V, mask=None):
+            S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+            if mask is not None:
+                S = S + mask
+            e = np.exp(S - np.max(S, axis=-1, keepdims=True))
+            A = e / e.sum(axis=-1, keepdims=True)
+            return A @ V, A
+        """, says=("the boolean mask added to the scores",)),
+    Cell("flash.backward", "the tiles' causal mask top-left, the key loop's stop right", """
+        def flash_backward(dout, Q, K, V, out, lse, causal=False, block_q=16, block_k=16):
+            T_q, T_k = Q.shape[-2], K.shape[-2]
+            scale = 1.0 / np.sqrt(Q.shape[-1])
+            delta = np.sum(dout * out, axis=-1)
+            lse = np.where(np.isfinite(lse), lse, np.inf)
+            dQ, dK, dV = np.zeros_like(Q), np.zeros_like(K), np.zeros_like(V)
+            for q0 in range(0, T_q, block_q):
+                Qi, dOi = Q[..., q0:q0 + block_q, :], dout[..., q0:q0 + block_q, :]
+                rows = Qi.shape[-2]
+                stop = min(T_k, q0 + rows + T_k - T_q) if causal else T_k
+                for k0 in range(0, max(stop, 0), block_k):
+                    Kj, Vj = K[..., k0:k0 + block_k, :], V[..., k0:k0 + block_k, :]
+                    S = Qi @ np.swapaxes(Kj, -1, -2) * scale
+                    if causal:
+                        position = np.arange(q0, q0 + rows)[:, None]
+                        S = np.where(np.arange(k0, k0 + S.shape[-1]) <= position, S, -np.inf)
+                    A = np.exp(S - lse[..., q0:q0 + rows, None])
+                    dV[..., k0:k0 + block_k, :] += np.swapaxes(A, -1, -2) @ dOi
+                    dA = dOi @ np.swapaxes(Vj, -1, -2)
+                    dS = A * (dA - delta[..., q0:q0 + rows, None])
+                    dQ[..., q0:q0 + rows, :] += dS @ Kj * scale
+                    dK[..., k0:k0 + block_k, :] += np.swapaxes(dS, -1, -2) @ Qi * scale
+            return dQ, dK, dV
+        """, says=("causal mask aligned top-left",)),
+    Cell("flash.online_softmax", "one block too many when block_k divides T_k", """
+        def online_softmax_stats(s, block_k):
+            T = s.shape[-1]
+            m = np.full(s.shape[:-1], -np.inf); l = np.zeros(s.shape[:-1])
+            M, L = [], []
+            for b in range(T // block_k + 1):
+                blk = s[..., b * block_k:(b + 1) * block_k]
+                if blk.shape[-1] == 0:
+                    M.append(m); L.append(l); continue
+                mn = np.maximum(m, blk.max(-1))
+                sh = np.where(np.isfinite(mn), mn, 0.0)
+                l = l * np.exp(m - sh) + np.exp(blk - sh[..., None]).sum(-1)
+                m = mn
+                M.append(m); L.append(l)
+            return np.stack(M, -1), np.stack(L, -1)
+        """, says=("off by one",), never=("stats reference",)),
+    Cell("scaling.memory", "Adam's moments in the working precision", """
+        def training_memory(n_params, bytes_per_param, master_weights):
+            w = g = n_params * bytes_per_param
+            m = 4 * n_params if master_weights else 0
+            adam = 2 * bytes_per_param * n_params
+            return w, g, m, adam, w + g + m + adam
+        """, says=("working precision",), never=("only one Adam state",)),
+]
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=lambda c: f"{c.exercise}: {c.what}")
+def test_the_feedback_says_what_the_cell_does_and_nothing_it_does_not(cell):
+    verdict = verdict_with(cell.exercise, textwrap.dedent(cell.source), public=cell.public)
+    text = " ".join(verdict.messages)
+    assert not verdict.full_marks, text
+    for words in cell.says:
+        assert words in text, (words, text)
+    for words in cell.never:
+        assert words not in text, (words, text)
