@@ -51,10 +51,20 @@ def _merge_case(rng, n_words, n_letters, n_merges, first_id=FIRST_MERGE_ID):
     return {"words": words, "counts": counts, "n_merges": n_merges, "first_id": first_id}
 
 
+def _runs_case(rng):
+    """Odd runs ('aaa', 'baaa') weigh most: merging (a, a) from the left gives (X, a), from
+    the right (a, X), and the next merges differ (the text's rule: left to right)."""
+    a, b = _letters(2)
+    words = [np.full(3, a), np.full(5, a), np.array([a, a, b]), np.array([b, a, a, a])]
+    return {"words": words, "counts": rng.integers(3, 7, size=4), "n_merges": 4,
+            "first_id": FIRST_MERGE_ID}
+
+
 def _merge_cases(rng, hidden):
     if not hidden:
         return [_merge_case(rng, 6, 3, 4), _merge_case(rng, 10, 4, 6),
-                _merge_case(rng, 2, 2, 12, first_id=300)]  # runs out of pairs: stops early
+                _merge_case(rng, 2, 2, 12, first_id=300),  # runs out of pairs: stops early
+                _runs_case(rng)]
     return [_merge_case(rng, 12, 3, 8), _merge_case(rng, 20, 5, 12),
             _merge_case(rng, 3, 2, 15, first_id=int(rng.integers(260, 400))),
             _merge_case(rng, 8, 4, 1), _merge_case(rng, 15, 3, 10, first_id=1000)]
@@ -77,8 +87,9 @@ def learn_merges(words, counts, n_merges, first_id=FIRST_MERGE_ID):
     return _as_merges(learn_merges_naive(_as_dict(words, counts), n_merges, first_id))
 
 
-def _learn_with(pick, weighted=True, distinct=False):
-    """The BPE loop with one step changed: ``pick(pair_counts)`` chooses the pair."""
+def _learn_with(pick, weighted=True, distinct=False, merge=merge_pair):
+    """The BPE loop with one step changed: ``pick(pair_counts)`` chooses the pair,
+    ``merge(word, pair, new_id)`` merges it."""
     def wrong(words, counts, n_merges, first_id=FIRST_MERGE_ID):
         vocab, merges = _as_dict(words, counts if weighted else np.ones(len(words))), []
         for new_id in range(first_id, first_id + n_merges):
@@ -91,13 +102,18 @@ def _learn_with(pick, weighted=True, distinct=False):
                 break
             best = pick(pairs)
             merges.append(best)
-            vocab = {merge_pair(word, best, new_id): n for word, n in vocab.items()}
+            vocab = {merge(word, best, new_id): n for word, n in vocab.items()}
         return _as_merges(merges)
     return wrong
 
 
 def _smallest(pairs):
     return min(pairs, key=lambda p: (-pairs[p], p))
+
+
+def _merge_from_the_right(word, pair, new_id):
+    """``merge_pair`` scanning right to left: 'aaa' with (a, a) gives (a, X)."""
+    return tuple(reversed(merge_pair(tuple(reversed(word)), pair[::-1], new_id)))
 
 
 MERGE_MISTAKES = (
@@ -115,6 +131,9 @@ MERGE_MISTAKES = (
     Mistake("a repeated pair counted once per chunk",
             "count every adjacent position: 'aaa' holds the pair (a, a) twice.",
             _learn_with(_smallest, distinct=True)),
+    Mistake("chunks merged from the right",
+            "scan each chunk left to right, merging a pair where it starts: 'aaa' with (a, a) "
+            "becomes (X, a), not (a, X).", _learn_with(_smallest, merge=_merge_from_the_right)),
 )
 
 
@@ -238,17 +257,22 @@ def _ids_with_padding(rng, B, T, pad_id, full_row=True):
     return ids
 
 
-def _mask_case(rng, B, S, T, pad_id=0):
-    return {"src": _ids_with_padding(rng, B, S, pad_id),
-            "tgt_in": _ids_with_padding(rng, B, T, pad_id), "pad_id": pad_id}
+def _mask_case(rng, B, S, T, pad_id=0, left=False):
+    """``left``: the padding before the tokens, as some batchers put it (the masks must not
+    assume it comes last: a padded query that still sees its real keys is then told apart)."""
+    src, tgt = _ids_with_padding(rng, B, S, pad_id), _ids_with_padding(rng, B, T, pad_id)
+    return {"src": src[:, ::-1].copy() if left else src, "tgt_in": tgt[:, ::-1].copy() if left else tgt,
+            "pad_id": pad_id}
 
 
 def _mask_cases(rng, hidden):
     if not hidden:
         return [_mask_case(rng, 2, 5, 4), _mask_case(rng, 3, 4, 4),
-                _mask_case(rng, 2, 3, 6, pad_id=int(rng.integers(1, 30))), _mask_case(rng, 1, 1, 1)]
+                _mask_case(rng, 2, 3, 6, pad_id=int(rng.integers(1, 30))), _mask_case(rng, 1, 1, 1),
+                _mask_case(rng, 2, 4, 5, left=True)]
     return [_mask_case(rng, 3, 6, 6), _mask_case(rng, 2, 7, 3), _mask_case(rng, 1, 1, 1),
-            _mask_case(rng, 4, 5, 5, pad_id=int(rng.integers(1, 30))), _mask_case(rng, 2, 3, 8)]
+            _mask_case(rng, 4, 5, 5, pad_id=int(rng.integers(1, 30))), _mask_case(rng, 2, 3, 8),
+            _mask_case(rng, 3, 5, 6, left=True)]
 
 
 def _masks(src, tgt_in, pad_id=0):
@@ -326,6 +350,7 @@ MASK_FEATURES = shape_features(**{
     "padding in the source": lambda c: (c["src"] == c["pad_id"]).any(),
     "padding in the target": lambda c: (c["tgt_in"] == c["pad_id"]).any(),
     "pad_id other than 0": lambda c: c["pad_id"] != 0,
+    "padding before the tokens": lambda c: (c["tgt_in"][:, 0] == c["pad_id"]).any(),
     "a single sequence (B = 1)": lambda c: len(c["src"]) == 1,
     "T_src = T = 1": lambda c: c["src"].shape[1] == c["tgt_in"].shape[1] == 1})
 

@@ -404,6 +404,7 @@ EXERCISES = [
         forbidden=FORBIDDEN,
         features=COUNT_FEATURES,
         equivalent=COUNT_EQUIVALENT,
+        int_scalars=True,  # "Return the number of parameters as an `int`"
         mistakes=COUNT_MISTAKES,
     ),
     Exercise(

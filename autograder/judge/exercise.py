@@ -80,6 +80,8 @@ class Exercise:
                that no legitimate case can tell from it, each with a one-line reason a
                reviewer can check; every other mutant must lose points on the graded cases
                under every key (``autograder.judge.adequacy``, ``tests/autograder/judge/test_mutation_adequacy.py``).
+    int_scalars: the text promises the exercise's whole numbers as ints: a number output
+               the reference gives as an int must be one (else scalars may be any number).
     held_constant: for a backward pass, ``{"the mean": fn}`` where ``fn(**case)`` returns the
                gradients with that quantity of the forward held constant; feedback names the
                missing term when the learner's gradients match one.
@@ -101,6 +103,7 @@ class Exercise:
     features: Callable[[Case], Sequence[str]] | None = None
     dims: Callable[[Case], dict] | None = None
     held_constant: dict = field(default_factory=dict)
+    int_scalars: bool = False
     equivalent: dict = field(default_factory=dict)
 
     def _rng(self, label: str, key: bytes | None) -> np.random.Generator:

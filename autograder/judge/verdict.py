@@ -60,17 +60,20 @@ def without_values(text: str) -> str:
 
 def _close(ex: Exercise, got: tuple, want: tuple, equal_nan: bool = False) -> bool:
     return len(got) == len(want) and all(close_per_output(ex, got, want, equal_nan)) and \
-        not any(_kind_promised(g, w) for g, w in zip(got, want))
+        not any(_kind_promised(g, w, ex.int_scalars) for g, w in zip(got, want))
 
 
 _PROMISED = {"bool": "a boolean array", "int": "an integer array"}  # kinds of output_kind
 
 
-def _kind_promised(g: np.ndarray, w: np.ndarray) -> tuple[str, str] | None:
+def _kind_promised(g: np.ndarray, w: np.ndarray, int_scalars: bool = False) -> tuple[str, str] | None:
     """What the exercise promises that ``g`` is not, as (words, dtype to use): a boolean or an
-    integer array (the reference's kind), or None. Scalars may be any number; float arrays
-    any float."""
+    integer array (the reference's kind), an int where ``int_scalars`` (the exercise's text
+    says so) and the reference's number is one, or None. Other scalars may be any number;
+    float arrays any float."""
     promised = output_kind(w)
+    if promised == "scalar" and int_scalars and w.dtype.kind in "iu":
+        return ("an int", "int") if g.dtype.kind not in "iu" else None
     if promised in _PROMISED and output_kind(np.atleast_1d(g)) != promised:  # g's dtype, any shape
         return _PROMISED[promised], promised
     return None
@@ -89,7 +92,9 @@ def describe_difference(ex: Exercise, got: tuple, want: tuple, reveal: bool = Tr
         name = ex.name_of(i)
         if g.shape != w.shape:
             return f"`{name}` has shape {g.shape}, expected {w.shape}"
-        promised = _kind_promised(g, w)
+        promised = _kind_promised(g, w, ex.int_scalars)
+        if promised and promised[0] == "an int":
+            return f"`{name}` is a {g.dtype} number; the exercise asks for an int"
         if promised:
             return (f"`{name}` has dtype {g.dtype}; the exercise asks for {promised[0]} "
                     f"({w.dtype.name}), e.g. `np.zeros(shape, dtype={promised[1]})`")
@@ -250,10 +255,14 @@ def _dtype_only(ex: Exercise, failing: list) -> str | None:
     for _, got, want in failing:
         if len(got) != len(want) or not all(close_per_output(ex, got, want)):
             return None
-        promised |= {(i, p) for i, (g, w) in enumerate(zip(got, want)) for p in [_kind_promised(g, w)] if p}
+        promised |= {(i, p) for i, (g, w) in enumerate(zip(got, want))
+                     for p in [_kind_promised(g, w, ex.int_scalars)] if p}
     if not promised:
         return None
     i, (words, dtype) = sorted(promised)[0]
+    if words == "an int":
+        return (f"`{ex.name_of(i)}` holds the right number, but the exercise asks for an int: "
+                "compute it in integers (`//` divides them) or return `int(...)` of it.")
     return (f"`{ex.name_of(i)}` holds the right numbers, but the exercise asks for {words}: create it "
             f"with `dtype={dtype}` or convert it with `.astype({dtype})`.")
 
@@ -281,8 +290,7 @@ def identify_mistake(ex: Exercise, failing: list, passing: list = ()):
             if mistake.detect is not None:
                 ok = _detects(mistake, case, got, want)
             else:
-                wrong = safe_outputs(mistake.wrong, case)
-                ok = wrong is not None and _close(ex, got, wrong, equal_nan=True)
+                ok = _same_values(ex, got, safe_outputs(mistake.wrong, case))
             if not ok:
                 break
             explained += 1
@@ -298,6 +306,12 @@ def _contradicted(ex: Exercise, mistake, passing: list) -> bool:
         return False
     for case, got in passing:
         wrong = safe_outputs(mistake.wrong, case)
-        if wrong is not None and not _close(ex, got, wrong, equal_nan=True):
+        if wrong is not None and not _same_values(ex, got, wrong):
             return True
     return False
+
+
+def _same_values(ex: Exercise, got: tuple, wrong: tuple | None) -> bool:
+    """Whether a mistake's outputs are the learner's, number for number (a mistake is about
+    values; whether they come in the promised kind of array is told apart)."""
+    return wrong is not None and len(got) == len(wrong) and all(close_per_output(ex, got, wrong, equal_nan=True))

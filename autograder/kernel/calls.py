@@ -81,23 +81,41 @@ def table_model(logp: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
 
     logp: (max_len + 1, vocab_size, vocab_size), logp[t - 1, a] = log p(next | last token a)
     for prefixes of t tokens. The returned function maps prefixes (n, t) of ints (each
-    starting with <s>) to (n, vocab_size) log-probabilities; one prefix (t,) gives (vocab_size,).
+    starting with <s>) to (n, vocab_size) log-probabilities; one prefix is (1, t), as for a
+    real model (a 1-D prefix would not get through the notebook's Transformer either).
     """
     def next_log_probs(prefixes):
-        prefixes = np.asarray(prefixes).astype(np.int64)
-        rows = np.atleast_2d(prefixes)
-        if rows.ndim != 2 or not 1 <= rows.shape[1] <= len(logp):
-            raise ValueError(f"next_log_probs takes prefixes of shape (n, t) with 1 <= t <= "
-                             f"{len(logp)}, got shape {prefixes.shape}")
-        out = logp[rows.shape[1] - 1, rows[:, -1]]  # (n, vocab_size), a copy
-        return out[0] if prefixes.ndim == 1 else out
+        prefixes = np.asarray(prefixes)
+        if prefixes.ndim != 2 or not 1 <= prefixes.shape[1] <= len(logp):
+            one = ": one prefix is np.array([tokens])" if prefixes.ndim == 1 else ""
+            raise ValueError(f"next_log_probs takes prefixes (n, t) with 1 <= t <= {len(logp)}, "
+                             f"got shape {prefixes.shape}{one}")
+        rows = prefixes.astype(np.int64)
+        return logp[rows.shape[1] - 1, rows[:, -1]]  # (n, vocab_size), a copy
     return next_log_probs
 
 
+def once_per_step(next_log_probs: Callable) -> Callable:
+    """``next_log_probs`` that refuses a second call with prefixes as long as an earlier one's:
+    a decoder calls it once per step, with every live prefix in one (n, t) array (the
+    exercises' text; a real model runs once per call, so a call per beam costs beam_size x)."""
+    seen = set()
+
+    def counted(prefixes):
+        t = np.shape(prefixes)[-1] if np.ndim(prefixes) else None
+        if t in seen:
+            raise ValueError(f"next_log_probs called twice with prefixes of length {t}: call it once "
+                             "per step, all live prefixes in one array")
+        seen.add(t)
+        return next_log_probs(prefixes)
+    return counted
+
+
 def markov_decoder(namespace: Namespace, function: str, case: dict):
-    """The learner's decoder run on ``table_model(case["logp"])`` with the case's other arguments."""
+    """The learner's decoder run on ``table_model(case["logp"])``, called once per step, with
+    the case's other arguments."""
     args = dict(case)
-    return learner_function(namespace, function)(table_model(args.pop("logp")), **args)
+    return learner_function(namespace, function)(once_per_step(table_model(args.pop("logp"))), **args)
 
 
 def stepwise(namespace: Namespace, function: str, case: dict):

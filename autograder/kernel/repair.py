@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 import time
 import types
 
@@ -130,6 +131,22 @@ class _Tidy(ast.NodeTransformer):
         return ast.BinOp(inner, ast.Add() if step > 0 else ast.Sub(), ast.Constant(abs(step)))
 
 
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.USub) and _int(node.operand) and node.operand.value == 0:
+            return node.operand  # `k=-0` reads as a typo: `k=0`
+        return node
+
+
+_LONG_FLOAT = re.compile(r"(?<![\w.])(\d{7,})\.0(?![\w.])")
+
+
+def _short_numbers(code: str) -> str:
+    """Floats as a learner writes them: ``1000000000000000.0`` (how ``ast.unparse`` gives
+    ``1e15``) as ``1e15``."""
+    return _LONG_FLOAT.sub(lambda m: f"{float(m.group(1)):g}".replace("e+", "e"), code)
+
+
 def _int(node) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) is int
 
@@ -164,7 +181,7 @@ def _describe(site, nodes, parents, lines, host: str, main: str) -> tuple[str, s
             _bare(context, parents[id(context)]) or len(ast.unparse(context)) < SHORT
             and len(ast.unparse(parents[id(context)])) <= LONG):
         context = parents[id(context)]  # `x` alone says too little: `x + attn` says where
-    before, after = ast.unparse(context), _tidy(replaced(context, node, site.new))
+    before, after = _short_numbers(ast.unparse(context)), _short_numbers(_tidy(replaced(context, node, site.new)))
     if len(before) > LONG or len(after) > LONG:  # a wrapper dropped or added: the rest as `…`
         if after in before:
             before, after = before.replace(after, "…", 1), "…"

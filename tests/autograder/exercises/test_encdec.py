@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.kernel.calls import table_model
+from autograder.kernel.calls import once_per_step, table_model
 from autograder.exercises import encdec
 from course_lib import decoding, tokenize, translation
 from course_lib.attention import mha_forward
@@ -71,9 +71,20 @@ def test_table_model_reads_the_step_and_the_last_token():
     logp = np.random.default_rng(0).normal(size=(4, 5, 5))
     f = table_model(logp)
     np.testing.assert_array_equal(f(np.array([[1, 3], [1, 4]])), logp[1, [3, 4]])
-    np.testing.assert_array_equal(f([1, 2, 0]), logp[2, 0])  # one prefix, as a list
+    np.testing.assert_array_equal(f([[1, 2, 0]]), logp[2, [0]])  # one prefix, as a list
     with pytest.raises(ValueError, match="1 <= t <= 4"):
         f(np.ones((1, 5), dtype=int))
+    with pytest.raises(ValueError, match=r"np.array\(\[tokens\]\)"):  # a 1-D prefix, as no real model takes
+        f(np.array([1, 2]))
+
+
+def test_the_graded_decoders_call_the_model_once_per_step():
+    logp = np.random.default_rng(0).normal(size=(4, 5, 5))
+    f = once_per_step(table_model(logp))
+    f(np.array([[1], [1]]))
+    f(np.array([[1, 3]]))
+    with pytest.raises(ValueError, match="once per step"):  # a second call at t = 2: one per beam
+        f(np.array([[1, 4]]))
 
 
 class TableModel(torch.nn.Module):

@@ -128,10 +128,14 @@ def test_right_learner_code_scores_full_marks(exercise_id, key):
     assert verdict.full_marks, verdict.messages
 
 
-def test_float_arithmetic_passes_too():
-    """A learner who works in float64 throughout passes too: the counts stay below 2**53."""
+def test_the_count_must_be_an_int_as_the_text_asks():
+    """Float64 arithmetic gives the right count (it stays below 2**53) but not the int the text
+    asks for: no points, and the message says why; int() of it scores full marks."""
     source = RIGHT["scaling.param_count"].replace("d = d_model", "d = float(d_model)")
-    assert _verdict("scaling.param_count", source).full_marks
+    verdict = _verdict("scaling.param_count", source)
+    assert verdict.points == 0 and "asks for an int" in verdict.messages[0], verdict.messages
+    assert source.count("return total") == 1
+    assert _verdict("scaling.param_count", source.replace("return total", "return int(total)")).full_marks
 
 
 def _mutant(exercise_id, old, new):
