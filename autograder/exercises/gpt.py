@@ -355,7 +355,8 @@ PROBS_EQUIVALENT = {
 
 # ============================================================================ the KV cache
 def stepped(idx, params, n_heads, *, whole_prefix=False, fixed_position=False,
-            mask_first_key=False, attend_before_append=False, shared_cache=False):
+            mask_first_key=False, attend_before_append=False, shared_cache=False, final_norm=True,
+            no_cache=False):
     """What a KV-cached step returns for every position of idx (B, T): logits (B, T, vocab_size).
 
     The right step equals ``gpt_forward``: for the new token at position t, its keys and
@@ -381,6 +382,8 @@ def stepped(idx, params, n_heads, *, whole_prefix=False, fixed_position=False,
                 new_k, new_v = split_heads(hp @ W_k, n_heads), split_heads(hp @ W_v, n_heads)
             else:
                 new_k, new_v = split_heads(h @ W_k, n_heads), split_heads(h @ W_v, n_heads)
+            if no_cache:  # the cache never kept: the new token sees itself alone
+                ks.clear(), vs.clear()
             if attend_before_append and ks:
                 K, V = np.concatenate(ks, axis=-2), np.concatenate(vs, axis=-2)
             elif attend_before_append:
@@ -396,7 +399,7 @@ def stepped(idx, params, n_heads, *, whole_prefix=False, fixed_position=False,
                 heads = attention_forward(q, K, V, None if mask is None else mask[:1])[0]
             x = x + merge_heads(heads) @ W_o
             x = x + ffn_forward(_ln(x, p["norm2"]), *p["ffn"])[0]
-        out.append((_ln(x, params["norm_f"]) @ params["W_E"].T)[:, 0])
+        out.append(((_ln(x, params["norm_f"]) if final_norm else x) @ params["W_E"].T)[:, 0])
     return np.stack(out, axis=1)
 
 
@@ -431,6 +434,12 @@ STEP_MISTAKES = (
     Mistake("one cache shared by all blocks", "each block keeps its own keys and values "
             "(e.g. cache[layer]); one list for all mixes the layers' keys.",
             _stepped_with(shared_cache=True)),
+    Mistake("the cache never keeps the earlier keys and values",
+            "each new token attends to itself alone: store every step's keys and values in "
+            "cache (cache[layer] = (K, V) after appending) so that the next step finds them.",
+            _stepped_with(no_cache=True)),
+    Mistake("final layer norm missing", "after the last block comes LN_f = params['norm_f'], "
+            "then the output layer, at every step as in gpt_forward.", _stepped_with(final_norm=False)),
 )
 
 

@@ -93,16 +93,18 @@ def _backward_reference(x, gamma, beta, dout):
     return layernorm_backward(dout, layernorm_forward(x, gamma, beta)[1])
 
 
-def _backward_parts(x, gamma, beta, dout, mean_term=True, var_term=True, use_gamma=True):
-    """dx with chosen terms of the derivation left out; dgamma, dbeta as the reference."""
+def _backward_parts(x, gamma, beta, dout, mean_term=True, var_term=True, use_gamma=True,
+                    reduce=np.mean):
+    """dx with chosen terms of the derivation left out, or their means taken by ``reduce``
+    (np.sum: the 1/d_model forgotten); dgamma, dbeta as the reference."""
     _, dgamma, dbeta = _backward_reference(x, gamma, beta, dout)
     x_hat, inv_std, _ = layernorm_forward(x, gamma, beta)[1]
     g = dout * gamma if use_gamma else dout
     dx = g.copy()
     if mean_term:
-        dx -= g.mean(axis=-1, keepdims=True)
+        dx -= reduce(g, axis=-1, keepdims=True)
     if var_term:
-        dx -= x_hat * (g * x_hat).mean(axis=-1, keepdims=True)
+        dx -= x_hat * reduce(g * x_hat, axis=-1, keepdims=True)
     return dx * inv_std, dgamma, dbeta
 
 
@@ -126,6 +128,10 @@ BACKWARD_MISTAKES = [
             "mu and sigma depend on every x_j of the vector, so dx has two more terms: "
             "dx = (g - mean(g) - x_hat * mean(g * x_hat)) / sigma with g = dout * gamma.",
             wrong=lambda **c: _backward_parts(**c, mean_term=False, var_term=False)),
+    Mistake("sums where the derivation has means (the 1/d_model left out)",
+            "mu and sigma^2 are means over the d_model entries, so both terms carry 1/d_model: "
+            "dx = (g - mean(g) - x_hat * mean(g * x_hat)) / sigma, with np.mean, not np.sum.",
+            wrong=lambda **c: _backward_parts(**c, reduce=np.sum)),
     Mistake("gamma left out of dx",
             "the gradient reaching x_hat is dout * gamma.",
             wrong=lambda **c: _backward_parts(**c, use_gamma=False)),
@@ -228,6 +234,9 @@ PRE_LN_MISTAKES = [
     Mistake("residual connection missing",
             "add x to the sublayer's output: x + FFN(LN(x)).",
             wrong=lambda x, W1, b1, W2, b2, gamma, beta: _ffn(_ln(x, gamma, beta), W1, b1, W2, b2)),
+    Mistake("norm applied to the sublayer output instead of its input",
+            "Pre-LN normalises what goes into the sublayer: out = x + FFN(LN(x)), not x + LN(FFN(x)).",
+            wrong=_norm_of_sublayer_only),
     Mistake("norm skipped",
             "the sublayer sees LN(x), not x.",
             wrong=lambda x, W1, b1, W2, b2, gamma, beta: x + _ffn(x, W1, b1, W2, b2)),

@@ -393,8 +393,10 @@ def _contract_changes(node, index, defaults) -> list[Site]:
 def _added_terms(tree, nodes, index, params, variables, parents):
     """A variable added as a term or a factor (``g`` -> ``g * i``, ``var`` -> ``var + eps``), or
     as a power (``n`` -> ``n ** alpha``, parameters only), to a name, a call or an item; a
-    variable multiplied into the value of an assignment or a return. The new nodes share the
-    old ones (``compile_changed`` copies them)."""
+    variable multiplied into the value of an assignment or a return. Never a factor that the
+    expression already holds: ``omega * np.outer(t, omega)`` squares omega, a fix that hides the
+    line where omega went wrong. The new nodes share the old ones (``compile_changed`` copies
+    them)."""
     in_signature = {id(n) for n in ast.walk(tree.args)}
     for node in nodes:
         if id(node) in in_signature:
@@ -402,16 +404,24 @@ def _added_terms(tree, nodes, index, params, variables, parents):
         if (isinstance(node, ast.Name) and node.id in variables and isinstance(node.ctx, ast.Load)
                 or isinstance(node, ast.Call) or isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)) \
                 and not _is_callee(node, parents):
+            held = _names(node)
             for other in variables:
                 if getattr(node, "id", None) == other:
                     continue
-                for op in (ast.Add(), ast.Mult()):
+                for op in (ast.Add(), ast.Mult()) if other not in held else (ast.Add(),):
                     yield Site(index[id(node)], ast.BinOp(node, op, ast.Name(other, ast.Load())), "term", "")
                 if other in params:
                     yield Site(index[id(node)], ast.BinOp(node, ast.Pow(), ast.Name(other, ast.Load())), "term", "")
         if isinstance(node, (ast.Assign, ast.Return)) and node.value is not None:
+            held = _names(node.value)
             for other in variables:
-                yield Site(index[id(node.value)], ast.BinOp(ast.Name(other, ast.Load()), ast.Mult(), node.value), "term", "")
+                if other not in held:
+                    yield Site(index[id(node.value)], ast.BinOp(ast.Name(other, ast.Load()), ast.Mult(), node.value),
+                               "term", "")
+
+
+def _names(node) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:

@@ -91,7 +91,7 @@ CELLS = [
                 x = x + ffn_forward(layernorm_forward(x, *p["norm2"])[0], *p["ffn"])[0]
             x = layernorm_forward(x, *params["norm_f"])[0]
             return (x @ params["W_E"].T)[:, 0]
-        """, never=("one variable", "mha forward")),
+        """, says=("the cache never keeps",), never=("one variable", "mha forward")),
     Cell("layernorm.ffn", "einsum reading W1 as (out, in)", """
         def ffn_forward(x, W1, b1, W2, b2):
             h = np.einsum("...i,ji->...j", x, W1) + b1
@@ -177,6 +177,83 @@ CELLS = [
                 M.append(m); L.append(l)
             return np.stack(M, -1), np.stack(L, -1)
         """, says=("off by one",), never=("stats reference",)),
+    Cell("positional.rope", "the frequencies' exponent i/d, the 2 forgotten", """
+        def apply_rope(x, positions):
+            d = x.shape[-1]
+            omega = 10000.0 ** (-np.arange(d // 2) / d)
+            theta = np.outer(positions, omega)
+            c, s = np.cos(theta), np.sin(theta)
+            out = np.empty_like(x)
+            out[..., ::2] = x[..., ::2] * c - x[..., 1::2] * s
+            out[..., 1::2] = x[..., ::2] * s + x[..., 1::2] * c
+            return out
+        """, says=("`-1.0` where `-2.0` belongs",), never=("omega *", "theta =")),
+    Cell("encdec.bpe_merges", "each chunk merged from the right", """
+        def _merge_rtl(word, pair, new_id):
+            out, i = [], len(word) - 1
+            while i >= 0:
+                if i >= 1 and word[i - 1] == pair[0] and word[i] == pair[1]:
+                    out.append(new_id); i -= 2
+                else:
+                    out.append(word[i]); i -= 1
+            return out[::-1]
+
+        def learn_merges(words, counts, n_merges, first_id=259):
+            words = [list(w) for w in words]
+            merges = []
+            for new_id in range(first_id, first_id + n_merges):
+                pair_count = {}
+                for word, n in zip(words, counts):
+                    for pair in zip(word, word[1:]):
+                        pair_count[pair] = pair_count.get(pair, 0) + n
+                if not pair_count:
+                    break
+                best = min(pair_count, key=lambda pair: (-pair_count[pair], pair))
+                merges.append(best)
+                words = [_merge_rtl(word, best, new_id) for word in words]
+            return np.array(merges, dtype=np.int64).reshape(-1, 2)
+        """, says=("chunks merged from the right",), never=("wrong order",), public=True),
+    Cell("encdec.masks", "padded queries hidden as well as padded keys", """
+        def attention_masks(src, tgt_in, pad_id=0):
+            enc = (src != pad_id)[:, None, None, :]
+            T = tgt_in.shape[1]
+            real = tgt_in != pad_id
+            causal = np.tril(np.ones((T, T), dtype=bool))
+            dec = real[:, None, :, None] & real[:, None, None, :] & causal
+            return enc, enc, dec
+        """, says=("`real[:, None, None, :]` in place of `real[:, None, :, None]`",), never=(" | ",)),
+    Cell("encdec.beam_search", "the model called once per beam", """
+        def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
+            live, finished = [([bos], 0.0)], []
+            for _ in range(max_len):
+                cands = []
+                for seq, sc in live:
+                    lp = next_log_probs(np.array([seq]))[0]
+                    cands += [(sc + lp[tok], seq + [tok]) for tok in range(len(lp))]
+                live = []
+                for sc, seq in sorted(cands, key=lambda c: -c[0])[:beam_size]:
+                    (finished if seq[-1] == eos else live).append((np.array(seq[1:]) if seq[-1] == eos else seq, sc))
+                if not live:
+                    break
+            pool = finished or [(np.array(s[1:]), sc) for s, sc in live]
+            norm = [sc / len(tk) ** alpha for tk, sc in pool]
+            k = int(np.argmax(norm))
+            return np.asarray(pool[k][0], dtype=np.int64), float(norm[k])
+        """, says=("once per step",)),
+    Cell("layernorm.backward", "sums where the derivation has means", """
+        def layernorm_backward(dout, cache):
+            x_hat, var, eps, gamma = cache
+            s = 1.0 / np.sqrt(var + eps)
+            axes = tuple(range(dout.ndim - 1))
+            g = dout * gamma
+            dx = s * (g - g.sum(-1, keepdims=True) - x_hat * (g * x_hat).sum(-1, keepdims=True))
+            return dx, (dout * x_hat).sum(axes), dout.sum(axes)
+        """, says=("the 1/d_model left out",)),
+    Cell("layernorm.pre_ln", "the sublayer's output normalised", """
+        def pre_ln_block(x, W1, b1, W2, b2, gamma, beta):
+            f = ffn_forward(x, W1, b1, W2, b2)[0]
+            return x + layernorm_forward(f, gamma, beta)[0]
+        """, says=("norm applied to the sublayer output instead of its input",)),
     Cell("scaling.memory", "Adam's moments in the working precision", """
         def training_memory(n_params, bytes_per_param, master_weights):
             w = g = n_params * bytes_per_param
