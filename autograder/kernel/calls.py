@@ -104,8 +104,8 @@ def once_per_step(next_log_probs: Callable) -> Callable:
     def counted(prefixes):
         t = np.shape(prefixes)[-1] if np.ndim(prefixes) else None
         if t in seen:
-            raise ValueError(f"next_log_probs called twice with prefixes of length {t}: call it once "
-                             "per step, all live prefixes in one array")
+            raise ValueError(f"next_log_probs called twice on length-{t} prefixes: one call per step, "
+                             "all whole sequences so far")
         seen.add(t)
         return next_log_probs(prefixes)
     return counted

@@ -83,7 +83,7 @@ def test_the_graded_decoders_call_the_model_once_per_step():
     f = once_per_step(table_model(logp))
     f(np.array([[1], [1]]))
     f(np.array([[1, 3]]))
-    with pytest.raises(ValueError, match="once per step"):  # a second call at t = 2: one per beam
+    with pytest.raises(ValueError, match="one call per step"):  # a second call at t = 2: one per beam
         f(np.array([[1, 4]]))
 
 

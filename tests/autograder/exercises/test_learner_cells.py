@@ -239,7 +239,7 @@ CELLS = [
             norm = [sc / len(tk) ** alpha for tk, sc in pool]
             k = int(np.argmax(norm))
             return np.asarray(pool[k][0], dtype=np.int64), float(norm[k])
-        """, says=("once per step",)),
+        """, says=("one call per step",)),
     Cell("layernorm.backward", "sums where the derivation has means", """
         def layernorm_backward(dout, cache):
             x_hat, var, eps, gamma = cache
