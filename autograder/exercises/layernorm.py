@@ -28,7 +28,7 @@ def _x(rng, *shape, scale=1.0, shift=0.0):
     return rng.normal(size=shape) * scale + shift
 
 
-def _forward_cases(rng, hidden):
+def _ln_cases(rng, hidden):
     if not hidden:
         return [dict(x=_x(rng, 3, 5), **dict(zip(("gamma", "beta"), _params(rng, 5)))),
                 dict(x=_x(rng, 2, 4, 6, scale=2.0, shift=1.0),
@@ -44,6 +44,14 @@ def _forward_cases(rng, hidden):
     return cases
 
 
+def _forward_cases(rng, hidden):
+    """The layer norm cases, and one with an eps of its own (variance 1e-2, eps 0.1: the text's
+    every parameter is graded, and code with 1e-5 written in fails it)."""
+    d = 6 if hidden else 4
+    gamma, beta = _params(rng, d)
+    return _ln_cases(rng, hidden) + [dict(x=_x(rng, 3, d, scale=0.1), gamma=gamma, beta=beta, eps=0.1)]
+
+
 def _normalise(x, gamma, beta, axes, ddof=0, eps_inside=True, eps=EPS):
     mu = x.mean(axis=axes, keepdims=True)
     var = x.var(axis=axes, keepdims=True, ddof=ddof)
@@ -51,42 +59,42 @@ def _normalise(x, gamma, beta, axes, ddof=0, eps_inside=True, eps=EPS):
     return gamma * (x - mu) / scale + beta
 
 
-def _forward_out(x, gamma, beta):
-    return layernorm_forward(x, gamma, beta)[0]
+def _forward_out(x, gamma, beta, eps=EPS):
+    return layernorm_forward(x, gamma, beta, eps)[0]
 
 
 FORWARD_MISTAKES = [
     Mistake("unbiased variance",
             "layer norm divides by d_model, not d_model - 1 (np.var's default ddof=0; "
             "torch.var's default is the unbiased one).",
-            wrong=lambda x, gamma, beta: _normalise(x, gamma, beta, -1, ddof=1)),
+            wrong=lambda x, gamma, beta, eps=EPS: _normalise(x, gamma, beta, -1, ddof=1, eps=eps)),
     Mistake("eps outside the square root",
             "divide by sqrt(var + eps), not sqrt(var) + eps: it matters when the variance is "
             "small compared with eps.",
-            wrong=lambda x, gamma, beta: _normalise(x, gamma, beta, -1, eps_inside=False)),
+            wrong=lambda x, gamma, beta, eps=EPS: _normalise(x, gamma, beta, -1, eps_inside=False, eps=eps)),
     Mistake("normalising over the batch axis",
             "that is batch norm: layer norm takes the mean and variance of each vector over its "
             "own d_model features (axis=-1, keepdims=True).",
-            wrong=lambda x, gamma, beta: _normalise(x, gamma, beta, 0)),
+            wrong=lambda x, gamma, beta, eps=EPS: _normalise(x, gamma, beta, 0, eps=eps)),
     Mistake("statistics over the whole array",
             "each vector x[..., :] gets its own mean and variance (axis=-1), not one for the "
             "whole batch.",
-            wrong=lambda x, gamma, beta: _normalise(x, gamma, beta, None)),
+            wrong=lambda x, gamma, beta, eps=EPS: _normalise(x, gamma, beta, None, eps=eps)),
     Mistake("gamma and beta swapped",
             "gamma scales x_hat and beta shifts it: out = gamma * x_hat + beta.",
-            wrong=lambda x, gamma, beta: _forward_out(x, beta, gamma)),
+            wrong=lambda x, gamma, beta, eps=EPS: _forward_out(x, beta, gamma, eps)),
     Mistake("eps left out",
             "divide by sqrt(var + eps) with the given eps, which keeps a constant vector finite.",
-            wrong=lambda x, gamma, beta: _normalise(x, gamma, beta, -1, eps=0.0)),
+            wrong=lambda x, gamma, beta, eps=EPS: _normalise(x, gamma, beta, -1, eps=0.0)),
     Mistake("gamma and beta not applied",
             "return gamma * x_hat + beta, not x_hat.",
-            wrong=lambda x, gamma, beta: _forward_out(x, np.ones_like(gamma), np.zeros_like(beta))),
+            wrong=lambda x, gamma, beta, eps=EPS: _forward_out(x, np.ones_like(gamma), np.zeros_like(beta), eps)),
 ]
 
 
 # --------------------------------------------------------------------------- backward
 def _backward_cases(rng, hidden):
-    return [dict(case, dout=rng.normal(size=case["x"].shape)) for case in _forward_cases(rng, hidden)]
+    return [dict(case, dout=rng.normal(size=case["x"].shape)) for case in _ln_cases(rng, hidden)]
 
 
 def _backward_reference(x, gamma, beta, dout):
@@ -244,7 +252,8 @@ PRE_LN_MISTAKES = [
 
 
 LN_FEATURES = shape_features(**{
-    "a variance below eps": lambda c: c["x"].var(axis=-1).min() < EPS,
+    "a variance below eps": lambda c: c["x"].var(axis=-1).min() < c.get("eps", EPS),
+    "an eps other than the default": lambda c: c.get("eps", EPS) != EPS,
     "batch axes": lambda c: c["x"].ndim > 2})
 BLOCK_FEATURES = shape_features(**{
     "batch axes": lambda c: c["x"].ndim > 2, "two batch axes": lambda c: c["x"].ndim > 3,

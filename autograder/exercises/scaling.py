@@ -68,6 +68,9 @@ COUNT_MISTAKES = (
     Mistake("biases left out",
             "every linear layer has a bias: b_q, b_k, b_v (n_heads * d_head each), b_o (d_model), "
             "b_1 (d_ff) and b_2 (d_model), in every block.", _count_with(biases=False)),
+    Mistake("MLP biases left out",
+            "the MLP's two linear layers have biases too: b_1 (d_ff) and b_2 (d_model) per block.",
+            _count_plus(lambda n_layers, d_model, d_ff, **_: -n_layers * (d_ff + d_model))),
     Mistake("attention biases left out",
             "W_q, W_k, W_v and W_o each have a bias too: 4 * d_model per block.",
             _count_with(attention_biases=False)),

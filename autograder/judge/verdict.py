@@ -301,12 +301,15 @@ def identify_mistake(ex: Exercise, failing: list, passing: list = ()):
 
 def _contradicted(ex: Exercise, mistake, passing: list) -> bool:
     """Whether a passing case shows that the learner does not make ``mistake``: its ``wrong``
-    gives other outputs there (a ``detect`` cannot say, nor a ``wrong`` that raises)."""
+    gives other finite outputs there (a ``detect`` cannot say, nor a ``wrong`` that raises or
+    gives NaN: a mistake's model may leave out a guard the learner kept, as a softmax without
+    its maximum that divides 0 by 0 where the learner's gives a fully masked query 0)."""
     if mistake.detect is not None:
         return False
     for case, got in passing:
         wrong = safe_outputs(mistake.wrong, case)
-        if wrong is not None and not _same_values(ex, got, wrong):
+        if wrong is not None and all(np.isfinite(w).all() for w in wrong if w.dtype.kind in "fc") \
+                and not _same_values(ex, got, wrong):
             return True
     return False
 
