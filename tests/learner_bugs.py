@@ -63,8 +63,6 @@ N00 = [
 N01 = [
     Bug("lm.count_ngrams", "the first n-gram skipped: the loop starts one step late",
         "range(n - 1, len(idx))", "range(n, len(idx))", ("first n-gram", "off by one", "range")),
-    Bug("lm.count_ngrams", "presence recorded instead of counts (= 1 instead of += 1)",
-        "] += 1", "] = 1", ("+=", "presence", "at most 1")),
     Bug("lm.count_ngrams", "counts stored as floats although the text asks for int "
         "(kept full marks at the time of writing)",
         "dtype=np.int64", "dtype=float", ("dtype", "int")),

@@ -496,8 +496,9 @@ def _decoder_reference(y, memory, p, n_heads, self_mask=None, cross_mask=None):
     return decoder_block(y, memory, p, n_heads, self_mask, cross_mask)
 
 
-def _decoder_wired(cross_q="h", cross_kv="memory", cross_first=False):
-    """Post-LN decoder with the cross-attention's inputs (or the sublayers' order) changed."""
+def _decoder_wired(cross_q="h", cross_kv="memory", cross_first=False, norm3=True):
+    """Post-LN decoder with the cross-attention's inputs (or the sublayers' order) changed, or
+    its last norm left out."""
     def wrong(y, memory, p, n_heads, self_mask=None, cross_mask=None):
         def self_attn(h):
             return _mha(h, h, p["self_attn"], n_heads, self_mask)
@@ -508,7 +509,7 @@ def _decoder_wired(cross_q="h", cross_kv="memory", cross_first=False):
         first, second = (cross_attn, self_attn) if cross_first else (self_attn, cross_attn)
         h = _ln(y + first(y), p["norm1"])
         h = _ln(h + second(h), p["norm2"])
-        return _ln(h + _ffn(h, p), p["norm3"])
+        return _ln(h + _ffn(h, p), p["norm3"]) if norm3 else h + _ffn(h, p)
     return wrong
 
 
@@ -537,6 +538,9 @@ DECODER_MISTAKES = (
             "query looks at source padding.",
             lambda y, memory, p, n_heads, self_mask=None, cross_mask=None:
                 decoder_block(y, memory, p, n_heads, self_mask, None)),
+    Mistake("the third norm left out",
+            "each of the three sublayers ends in its own norm: LN(h + FFN(h)) with norm3 too.",
+            _decoder_wired(norm3=False)),
     Mistake("cross-attention before self-attention",
             "the order is masked self-attention, then encoder-decoder attention, then the FFN.",
             _decoder_wired(cross_first=True)),

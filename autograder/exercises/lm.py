@@ -47,6 +47,11 @@ COUNT_MISTAKES = [
     Mistake("next token on the first axis",
             "counts[a_1, ..., a_{n-1}, w]: the context comes first, the next token w last.",
             wrong=lambda idx, n, vocab_size: np.moveaxis(count_ngrams(idx, n, vocab_size), -1, 0)),
+    Mistake("each n-gram counted at most once",
+            "a repeated n-gram must add 1 each time: `counts[index_arrays] += 1` adds 1 once per "
+            "distinct index (numpy buffers it), as `= 1` would; use np.add.at(counts, "
+            "index_arrays, 1) or a loop with += 1.",
+            wrong=lambda idx, n, vocab_size: np.minimum(count_ngrams(idx, n, vocab_size), 1)),
 ]
 
 
@@ -275,11 +280,11 @@ def _bptt_cases(rng, hidden):
 
 
 def _bptt(dh, cache, accumulate=True, through_time=True, tanh_grad=True, whh_from_prev=True,
-          transpose=True):
+          transpose=True, backwards=True):
     x, h0, Wxh, Whh, h = cache
     dx, dWxh, dWhh = np.zeros_like(x), np.zeros_like(Wxh), np.zeros_like(Whh)
     db, dnext = np.zeros(Whh.shape[0]), np.zeros_like(h0)
-    for t in reversed(range(x.shape[1])):
+    for t in reversed(range(x.shape[1])) if backwards else range(x.shape[1]):
         h_prev = h[:, t - 1] if t > 0 else h0
         g = dh[:, t] + (dnext if through_time else 0.0)
         da = g * (1.0 - h[:, t] ** 2) if tanh_grad else g
@@ -308,6 +313,10 @@ BPTT_MISTAKES = [
     Mistake("dW_hh computed with h_t instead of h_{t-1}",
             "a_t = ... + h_{t-1} Whh, so dWhh += h_{t-1}.T @ da_t (h0 at t = 0).",
             wrong=lambda dh, cache: _bptt(dh, cache, whh_from_prev=False)),
+    Mistake("the loop runs forward in time",
+            "the gradient reaching h_t comes from step t+1, so it exists only once that step is "
+            "done: loop t = T-1 down to 0 (reversed(range(T))).",
+            wrong=lambda dh, cache: _bptt(dh, cache, backwards=False)),
     Mistake("W_hh not transposed when passing the gradient back",
             "the gradient reaching h_{t-1} is da_t @ Whh.T.",
             wrong=lambda dh, cache: _bptt(dh, cache, transpose=False)),

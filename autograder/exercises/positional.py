@@ -87,6 +87,10 @@ SINUSOIDAL_MISTAKES = [
     Mistake("positions ignored",
             "use the values in `positions` (Week 7 counts from t = 1), not 0 .. T-1.",
             wrong=lambda positions, d_model: sinusoidal_encoding(np.arange(len(positions)), d_model)),
+    Mistake("positions ignored (counted 1 .. T)",
+            "use the values in `positions`: Week 7 counts from t = 1, but the positions given "
+            "may start anywhere, so 1 .. T is right only when they are 1 .. T.",
+            wrong=lambda positions, d_model: sinusoidal_encoding(np.arange(1, len(positions) + 1), d_model)),
 ]
 
 

@@ -254,6 +254,45 @@ CELLS = [
             f = ffn_forward(x, W1, b1, W2, b2)[0]
             return x + layernorm_forward(f, gamma, beta)[0]
         """, says=("norm applied to the sublayer output instead of its input",)),
+    Cell("lm.rnn_backward", "the time loop run forwards", """
+        def rnn_backward(dh, cache):
+            x, h0, Wxh, Whh, h = cache
+            dx = np.zeros_like(x)
+            dWxh, dWhh, db = np.zeros_like(Wxh), np.zeros_like(Whh), np.zeros(Whh.shape[0])
+            dnext = np.zeros_like(h0)
+            for t in range(x.shape[1]):
+                h_prev = h[:, t - 1] if t > 0 else h0
+                da = (dh[:, t] + dnext) * (1 - h[:, t] ** 2)
+                dx[:, t] = da @ Wxh.T
+                dWxh += x[:, t].T @ da
+                dWhh += h_prev.T @ da
+                db += da.sum(axis=0)
+                dnext = da @ Whh.T
+            return dx, dnext, dWxh, dWhh, db
+        """, says=("the loop runs forward in time",)),
+    Cell("positional.sinusoidal", "positions 1 .. T in place of the ones given", """
+        def sinusoidal_encoding(positions, d_model):
+            T = len(positions)
+            t = np.arange(1, T + 1)[:, None]
+            omega = 10000.0 ** (-2 * np.arange(d_model // 2) / d_model)
+            P = np.zeros((T, d_model))
+            P[:, 0::2] = np.sin(t * omega)
+            P[:, 1::2] = np.cos(t * omega)
+            return P
+        """, says=("positions ignored (counted 1 .. T)",)),
+    Cell("encdec.decoder_block", "the third norm left out", """
+        def decoder_block(y, memory, p, n_heads, self_mask=None, cross_mask=None):
+            y = layernorm_forward(y + mha_forward(y, y, *p["self_attn"], n_heads, self_mask)[0], *p["norm1"])[0]
+            y = layernorm_forward(y + mha_forward(y, memory, *p["cross_attn"], n_heads, cross_mask)[0], *p["norm2"])[0]
+            return y + ffn_forward(y, *p["ffn"])[0]
+        """, says=("the third norm left out",)),
+    Cell("lm.count_ngrams", "fancy-index += 1, which counts a repeated n-gram once", """
+        def count_ngrams(idx, n, vocab_size):
+            windows = np.lib.stride_tricks.sliding_window_view(np.asarray(idx), n)
+            counts = np.zeros((vocab_size,) * n, dtype=int)
+            counts[tuple(windows.T)] += 1
+            return counts
+        """, says=("np.add.at",)),
     Cell("scaling.memory", "Adam's moments in the working precision", """
         def training_memory(n_params, bytes_per_param, master_weights):
             w = g = n_params * bytes_per_param
