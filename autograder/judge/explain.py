@@ -6,7 +6,8 @@ those whose outputs equal the learner's on every case, failing and passing alike
 survivors all say the same thing, that change is told in plain words; if changes that say
 different things fit, nothing specific is said (a wrong diagnosis is worse than none), except
 for two changes of the same spot ("over axes (-2, -1)" or "over every entry" of a 2-D array),
-which are both told.
+which are both told. A name swapped for another that the words cannot show (the reference's
+own names) is never told: "one variable for another" gives the learner no spot to look at.
 
 A mutant may loop or allocate without end (a loop bound changed): the search runs in a forked
 child with a memory limit, a deadline per call and one for the whole search
@@ -98,9 +99,8 @@ def explain(ex: Exercise, failing: list, passing: list, raised: list = (),
     if not found:
         return None
     words = list(dict.fromkeys(m.words for m in found))
-    if any(w.startswith(ANONYMOUS_SWAP) for w in words) and \
-            any(m.host.rpartition(".")[2] != ex.function for m in found):
-        return None  # "one variable for another" in code the learner did not write: no spot to look at
+    if any(w.startswith(ANONYMOUS_SWAP) for w in words):
+        return None  # "one variable for another", neither named: no spot to look at (and on few cases, chance)
     if len(words) == 1:
         return (f"Your code behaves like the right one with a single change: {words[0]}. "
                 "Look for that spot in your code.")

@@ -220,12 +220,16 @@ def _confirmed_fix(ex: Exercise, wants: list, fixes) -> tuple[tuple, str | None]
     equal the reference's on every case, or the two lines where either of two edits does;
     no message when no edit does, or edits of more lines do."""
     fixes = fixes() if callable(fixes) else fixes
-    good = {}
+    good, others = {}, {}
     for line, words, results in fixes or ():
         if len(results) == len(wants) and all(r is not None and _close(ex, r, w) for r, w in zip(results, wants)):
             good.setdefault(line, words)
+            others[line] = others.get(line, 0) + (words != good[line])
     if len(good) == 1:
         (line, words), = good.items()
+        if others[line]:  # `new == word` made never true by any of three names: the line, not the edit
+            return (line,), (f"This line of yours looks like the mistake: `{line}`. More than one change "
+                             f"of it makes every case match, one is this: {words}.")
         return (line,), (f"This line of yours looks like the mistake: `{line}`. {words[0].upper()}{words[1:]}, "
                          "every case matches.")
     if len(good) == 2:

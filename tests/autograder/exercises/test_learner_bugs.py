@@ -40,13 +40,11 @@ REVIEWED = {
     "gamma and beta passed in the wrong order": "the arguments 2 and 3 of `layernorm_forward` are swapped",
     "the last token always dropped from the result": "a slice ends one place too early",
     "the worst candidates kept (ascending sort)": "a minus sign is missing",
-    "b_2 counted with d_ff entries instead of d_model": "one variable is used where another belongs",
     "gradients counted in fp32 instead of the working precision": "`gradients` equals the reference multiplied by 2",
     "the block's sum without the shift": "a term is missing (the right-hand side of a - is not subtracted)",
     # named by their fix of the learner's line when the search has its time; on a machine too
     # busy for it (the search's clock backstop), by these equivalent single changes
     "dQ divided by the scale instead of multiplied": "a division where a multiplication belongs",
-    "dK accumulated with K's rows instead of Q's (Kj instead of Qi)": "one variable is used where another belongs",
 }
 
 # Where the diagnosis stands (measured on this bank; raise these as it improves).

@@ -293,6 +293,30 @@ CELLS = [
             counts[tuple(windows.T)] += 1
             return counts
         """, says=("np.add.at",)),
+    Cell("encdec.beam_search", "each beam extended by its own best token only (no branching)", """
+        def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
+            lp0 = next_log_probs(np.array([[bos]]))[0]
+            first = np.argsort(-lp0, kind="stable")[:beam_size]
+            beams = np.array([[bos, t] for t in first]); scores = lp0[first]
+            finished = []
+            done = beams[:, -1] == eos
+            finished += list(zip(beams[done, 1:], scores[done]))
+            beams, scores = beams[~done], scores[~done]
+            for _ in range(max_len - 1):
+                if len(beams) == 0:
+                    break
+                lp = next_log_probs(beams)
+                t = lp.argmax(-1)
+                scores = scores + lp[np.arange(len(beams)), t]
+                beams = np.concatenate([beams, t[:, None]], 1)
+                done = t == eos
+                finished += list(zip(beams[done, 1:], scores[done]))
+                beams, scores = beams[~done], scores[~done]
+            pool = finished or list(zip(beams[:, 1:], scores))
+            norm = [sc / len(tk) ** alpha for tk, sc in pool]
+            k = int(np.argmax(norm))
+            return pool[k][0], float(norm[k])
+        """, never=("one variable",), public=True),
     Cell("scaling.memory", "Adam's moments in the working precision", """
         def training_memory(n_params, bytes_per_param, master_weights):
             w = g = n_params * bytes_per_param
