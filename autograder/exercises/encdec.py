@@ -655,7 +655,9 @@ DECODE_FEATURES = shape_features(**{
     "live beams at max_len, one normalising better than every finished output":
         lambda c: "beam_size" in c and _live_beats_finished(c),
     "the finished output with the best raw score loses after length normalisation":
-        lambda c: "beam_size" in c and c["alpha"] != 0 and _normalisation_decides(c)})
+        lambda c: "beam_size" in c and c["alpha"] != 0 and _normalisation_decides(c),
+    "a tie between finished outputs (the first finished wins)":
+        lambda c: "beam_size" in c and _finished_tie(c)})
 
 
 def _beam_with(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0, *,
@@ -731,6 +733,25 @@ def _wider_differs(case):
     return not np.array_equal(_beam_reference(**case)[0], _beam_reference(**wider)[0])
 
 
+def _finished_tie(case):
+    """Two finished outputs share the best normalised score: the text's rule, the one that
+    finished first wins, decides."""
+    finished, _ = _beam_end(**case)
+    best = sorted(_normalised(finished, case["alpha"]), reverse=True)
+    return len(best) > 1 and best[0] == best[1]
+
+
+def _tie_case(rng, V, max_len, beam_size=2):
+    """A table on which eos right away (log p -1) and one token then eos (-0.5 - 0.5) tie
+    exactly, with alpha = 0; every other continuation is far less likely (drawn below -20)."""
+    bos, eos = 1, 2
+    logp = rng.uniform(-30.0, -20.0, size=(max_len + 1, V, V))
+    other = int(rng.choice([t for t in range(V) if t not in (bos, eos)]))
+    logp[0, bos, eos], logp[0, bos, other], logp[1, other, eos] = -1.0, -0.5, -0.5
+    return {"logp": logp, "bos": bos, "eos": eos, "max_len": max_len, "beam_size": beam_size,
+            "alpha": 0.0}
+
+
 def _drawn_until(rng, make, *wanted, tries=2000):
     """``make(rng)`` drawn again until every predicate of ``wanted`` holds (a situation the
     graded cases must always hold, under every key, not by luck of the draw)."""
@@ -753,14 +774,16 @@ def _beam_cases(rng, hidden):
                 case(5, 4, how="never", beam_size=2), case(6, 6, bos=0, eos=5, alpha=0.0),
                 case(6, 5, how="first", beam_size=4),
                 _drawn_until(rng, mixed(6, 4, 3, 1.0, (-1.0, 1.0)), _live_beats_finished,
-                             _normalisation_decides)]
+                             _normalisation_decides),
+                _tie_case(rng, 5, 4)]
     return [case(8, 8, how="myopic", beam_size=4), case(6, 10, alpha=0.6),
             case(7, 5, how="never"), case(9, 7, bos=3, eos=0, beam_size=2, alpha=1.0),
             case(5, 6, how="myopic", beam_size=2, alpha=0.0), case(6, 9, beam_size=5),
             case(5, 4, how="first", beam_size=2, alpha=0.5),
             _drawn_until(rng, mixed(7, 5, 3, 0.8, (-0.5, 0.5)), _live_beats_finished,
                          _normalisation_decides),
-            _drawn_until(rng, mixed(6, 5, 2, 1.0, (-1.0, 1.0)), _wider_differs)]
+            _drawn_until(rng, mixed(6, 5, 2, 1.0, (-1.0, 1.0)), _wider_differs),
+            _tie_case(rng, 6, 5)]
 
 
 BEAM_MISTAKES = (

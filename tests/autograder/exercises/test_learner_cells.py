@@ -317,6 +317,30 @@ CELLS = [
             k = int(np.argmax(norm))
             return pool[k][0], float(norm[k])
         """, never=("one variable",), public=True),
+    Cell("encdec.beam_search", "a tie goes to the output that finished last (>=)", """
+        def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
+            beams, scores = np.full((1, 1), bos, dtype=np.int64), np.zeros(1)
+            finished = []
+            for _ in range(max_len):
+                cand = (scores[:, None] + next_log_probs(beams))
+                V = cand.shape[1]
+                kept = np.argsort(-cand.ravel(), kind="stable")[:beam_size]
+                b, t = kept // V, kept % V
+                seqs = np.concatenate([beams[b], t[:, None]], axis=1)
+                s = cand.ravel()[kept]
+                done = t == eos
+                finished += list(zip(seqs[done, 1:], s[done]))
+                beams, scores = seqs[~done], s[~done]
+                if len(beams) == 0:
+                    break
+            pool = finished or list(zip(beams[:, 1:], scores))
+            best, best_tok = -np.inf, None
+            for tk, sc in pool:
+                v = sc / len(tk) ** alpha
+                if v >= best:
+                    best, best_tok = v, tk
+            return best_tok, float(best)
+        """, says=("`v > best` in place of `v >= best`",), public=True),
     Cell("scaling.memory", "Adam's moments in the working precision", """
         def training_memory(n_params, bytes_per_param, master_weights):
             w = g = n_params * bytes_per_param
