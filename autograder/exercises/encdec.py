@@ -260,9 +260,10 @@ def _ids_with_padding(rng, B, T, pad_id, full_row=True):
 def _mask_case(rng, B, S, T, pad_id=0, left=False):
     """``left``: the padding before the tokens, as some batchers put it (the masks must not
     assume it comes last: a padded query that still sees its real keys is then told apart)."""
-    src, tgt = _ids_with_padding(rng, B, S, pad_id), _ids_with_padding(rng, B, T, pad_id)
-    return {"src": src[:, ::-1].copy() if left else src, "tgt_in": tgt[:, ::-1].copy() if left else tgt,
-            "pad_id": pad_id}
+    src, tgt = (_ids_with_padding(rng, B, n, pad_id) for n in (S, T))
+    if left:
+        src, tgt = src[:, ::-1].copy(), tgt[:, ::-1].copy()
+    return {"src": src, "tgt_in": tgt, "pad_id": pad_id}
 
 
 def _mask_cases(rng, hidden):

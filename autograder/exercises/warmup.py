@@ -91,6 +91,7 @@ SOFTMAX_EQUIVALENT = {
         "masked rows",
 }
 
+
 def _log_softmax(z, axis=-1):
     shifted = z - np.max(z, axis=axis, keepdims=True)
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))

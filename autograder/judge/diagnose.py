@@ -231,9 +231,7 @@ def changed_inputs(ex: Exercise, failing: list, wrong: list[int], deadline: floa
             continue
         if all(_matches(got, safe_outputs(ex.reference, changes[label]), wrong)
                for (case, got, _), changes in zip(failing, per_case)) and \
-                not any(right is not None and label in changes and
-                        not _matches(right, safe_outputs(ex.reference, changes[label]) or right, wrong)
-                        for right, changes in kept):
+                all(_keeps(ex, right, changes.get(label), wrong) for right, changes in kept):
             fits.append(label)
     if not fits or len({label.split("`")[1] for label in fits if "`" in label}) > 1:
         return None
@@ -250,6 +248,15 @@ def changed_inputs(ex: Exercise, failing: list, wrong: list[int], deadline: floa
                     "which that change does not explain: an overflow (exp of a large number?), "
                     "inf - inf, or a division by zero.")
     return message
+
+
+def _keeps(ex: Exercise, right: tuple | None, changed_case: dict | None, wrong: list[int]) -> bool:
+    """Whether a passing case's ``right`` outputs stay right under a change of its inputs
+    (``changed_case``); True where the change does not apply to it or the reference raises."""
+    if right is None or changed_case is None:
+        return True
+    changed = safe_outputs(ex.reference, changed_case)
+    return changed is None or _matches(right, changed, wrong)
 
 
 # ----------------------------------------------------------------------------- 3. output transformed

@@ -220,7 +220,7 @@ def _made_stream(ex: Exercise):
             if seen[key] > 1:
                 key += f" #{seen[key]}"
             # a course function named in words; a private one of the registry's is no name a learner knows
-            where = "" if host.__name__ in (ex.function,) or host.__name__.startswith("_") else \
+            where = "" if host.__name__ == ex.function or host.__name__.startswith("_") else \
                 f" (in {host.__name__.replace('_', ' ')})"
             words = (lambda w=site.words, where=where: (w() if callable(w) else w) + where) \
                 if callable(site.words) else site.words + where

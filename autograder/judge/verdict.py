@@ -59,7 +59,7 @@ def without_values(text: str) -> str:
 
 
 def _close(ex: Exercise, got: tuple, want: tuple, equal_nan: bool = False) -> bool:
-    return len(got) == len(want) and all(close_per_output(ex, got, want, equal_nan)) and \
+    return _same_values(ex, got, want, equal_nan) and \
         not any(_kind_promised(g, w, ex.int_scalars) for g, w in zip(got, want))
 
 
@@ -166,9 +166,13 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
     if errors and all(e == NOT_IMPLEMENTED for e in errors) and not failing:
         verdict.messages.append(f"`{ex.function}` is not implemented yet.")
         return verdict
-    # the right numbers in the wrong kind of array match a listed mistake's too (1.0 == True)
-    mistake = None if _dtype_only(ex, failing) else identify_mistake(ex, failing, passing)
-    if mistake is not None:
+    # the right numbers in the wrong kind of array, told first: they match a listed mistake's
+    # too (1.0 == True)
+    wrong_kind = _dtype_only(ex, failing)
+    mistake = None if wrong_kind else identify_mistake(ex, failing, passing)
+    if wrong_kind:
+        verdict.messages, verdict.kind = [wrong_kind], "specific"
+    elif mistake is not None:
         verdict.messages.append(mistake.message())
         verdict.kind = "listed"
     elif failing or raised:
@@ -187,8 +191,8 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
 
 def _unlisted(ex: Exercise, failing: list, passing: list, raised: list, fix,
               deadline: float | None = None) -> tuple[list[str], str | None]:
-    """Messages for a wrong answer no registered mistake explains, and their kind, in this
-    order: the right numbers in the wrong dtype; differences of rounding size; one edit of the
+    """Messages for a wrong answer no registered mistake explains (nor the wrong dtype), and
+    their kind, in this order: differences of rounding size; one edit of the
     learner's code that makes every case match (``fix()``); an output of zeros; one mutant of
     the reference that fits every case, raising where the learner's code raised
     (``explain``); the generic diagnoses (``diagnose``). With no failing case (every wrong
@@ -196,9 +200,6 @@ def _unlisted(ex: Exercise, failing: list, passing: list, raised: list, fix,
     if not failing:
         fixed = fix()
         return ([fixed], "specific") if fixed else ([], None)
-    kinds = _dtype_only(ex, failing)
-    if kinds:
-        return [kinds], "specific"
     small = rounding(ex, failing)
     if small:
         return [small], "pinpoint"
@@ -220,20 +221,21 @@ def _confirmed_fix(ex: Exercise, wants: list, fixes) -> tuple[tuple, str | None]
     equal the reference's on every case, or the two lines where either of two edits does;
     no message when no edit does, or edits of more lines do."""
     fixes = fixes() if callable(fixes) else fixes
-    good, others = {}, {}
+    good = {}  # line -> the words of each edit of it that makes every case match
     for line, words, results in fixes or ():
         if len(results) == len(wants) and all(r is not None and _close(ex, r, w) for r, w in zip(results, wants)):
-            good.setdefault(line, words)
-            others[line] = others.get(line, 0) + (words != good[line])
+            edits = good.setdefault(line, [])
+            if words not in edits:
+                edits.append(words)
     if len(good) == 1:
-        (line, words), = good.items()
-        if others[line]:  # `new == word` made never true by any of three names: the line, not the edit
+        (line, [words, *others]), = good.items()
+        if others:  # `new == word` made never true by any of three names: the line, not the edit
             return (line,), (f"This line of yours looks like the mistake: `{line}`. More than one change "
                              f"of it makes every case match, one is this: {words}.")
         return (line,), (f"This line of yours looks like the mistake: `{line}`. {words[0].upper()}{words[1:]}, "
                          "every case matches.")
     if len(good) == 2:
-        (a, wa), (b, wb) = good.items()
+        (a, [wa, *_]), (b, [wb, *_]) = good.items()
         return (a, b), (f"One of these lines of yours looks like the mistake: `{a}` ({wa}) or `{b}` ({wb}); "
                         "either change makes every case match.")
     return (), None
@@ -318,7 +320,7 @@ def _contradicted(ex: Exercise, mistake, passing: list) -> bool:
     return False
 
 
-def _same_values(ex: Exercise, got: tuple, wrong: tuple | None) -> bool:
-    """Whether a mistake's outputs are the learner's, number for number (a mistake is about
-    values; whether they come in the promised kind of array is told apart)."""
-    return wrong is not None and len(got) == len(wrong) and all(close_per_output(ex, got, wrong, equal_nan=True))
+def _same_values(ex: Exercise, got: tuple, other: tuple | None, equal_nan: bool = True) -> bool:
+    """Whether ``other`` holds the learner's numbers, output for output, whatever the kind of
+    array (a mistake is about values; the promised kind is told apart, ``_close``)."""
+    return other is not None and len(got) == len(other) and all(close_per_output(ex, got, other, equal_nan))

@@ -67,10 +67,15 @@ def _call_name(node: ast.Call) -> str:
     return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
+def _names(node) -> set[str]:
+    """The variable names read or written in ``node``."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
 def _shown(node, public) -> str:
     """``node`` as code when it is short and names only what the learner also names."""
     text = ast.unparse(node)
-    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} - {"np", "math"}
+    names = _names(node) - {"np", "math"}
     return f"`{text}`" if len(text) <= 24 and names <= public else ""
 
 
@@ -88,7 +93,7 @@ def in_context(node, new, parents, public, longest: int = 40) -> tuple[str, str]
     best, up = None, node
     while isinstance(up, ast.expr):
         text = ast.unparse(up)
-        names = {n.id for n in ast.walk(up) if isinstance(n, ast.Name)} - {"np", "math"}
+        names = _names(up) - {"np", "math"}
         if len(text) > longest:
             break
         if (public is None or names <= public) and up is not node:
@@ -419,9 +424,6 @@ def _added_terms(tree, nodes, index, params, variables, parents):
                     yield Site(index[id(node.value)], ast.BinOp(ast.Name(other, ast.Load()), ast.Mult(), node.value),
                                "term", "")
 
-
-def _names(node) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:

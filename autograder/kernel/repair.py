@@ -113,7 +113,7 @@ def _where(stmt, new_owner) -> str:
 
 class _Tidy(ast.NodeTransformer):
     """Arithmetic of small integers folded, for the words only: ``n - 1 + 1`` is ``n``,
-    ``1 - 1`` is ``0``."""
+    ``1 - 1`` is ``0``, ``-0`` is ``0``."""
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
@@ -129,7 +129,6 @@ class _Tidy(ast.NodeTransformer):
         if step == 0:
             return inner
         return ast.BinOp(inner, ast.Add() if step > 0 else ast.Sub(), ast.Constant(abs(step)))
-
 
     def visit_UnaryOp(self, node):
         self.generic_visit(node)
