@@ -33,7 +33,8 @@ def check(exercise_id: str, namespace: dict) -> None:
     # than the verdict, and printed above it they read as if the check itself broke
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        results = run_cases(namespace, ex.function, ex.call, cases, signature=ex.signature)
+        results = run_cases(namespace, ex.function, ex.call, cases, signature=ex.signature,
+                            memory=ex.memory_limits(cases))
         verdict = judge(ex, cases, results, public=True, fixes=lambda: _public_fixes(ex, namespace, cases),
                         seconds=DIAGNOSIS_SECONDS)
     advice = _unavailable_while_graded(ex, namespace)
@@ -94,8 +95,8 @@ def _passes_public_cases(function: str, exercise_id: str, namespace: dict) -> bo
     if ex is None:
         return True
     cases = ex.public_cases()
-    verdict = judge(ex, cases, run_cases(namespace, ex.function, ex.call, cases,
-                                             signature=ex.signature), public=True)
+    verdict = judge(ex, cases, run_cases(namespace, ex.function, ex.call, cases, signature=ex.signature,
+                                         memory=ex.memory_limits(cases)), public=True)
     return verdict.passed == verdict.total
 
 

@@ -30,7 +30,8 @@ def learner_verdict(exercise_id, sources, namespace, key=TEST_KEY):
     for source in sources:
         exec(textwrap.dedent(source), scope)
     cases = ex.graded_cases(key)
-    results = run_cases(scope, ex.function, ex.call, cases, signature=ex.signature)
+    results = run_cases(scope, ex.function, ex.call, cases, signature=ex.signature,
+                        memory=ex.memory_limits(cases))
     return judge(ex, cases, results)
 
 

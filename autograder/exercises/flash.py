@@ -273,7 +273,8 @@ PUBLIC_SHAPES = [((), 8, 8, 4, 4, False, 4, 4, 1.0),
                  ((2, 2), 5, 9, 3, 2, True, 2, 4, 1.0),   # queries are the last 5 positions
                  ((), 7, 3, 4, 4, True, 4, 2, 1.0),       # queries 0..3 see no key
                  ((), 6, 6, 8, 8, False, 4, 2, 10.0),     # scores in the hundreds
-                 ((), 3, 5, 4, 2, False, 8, 8, 1.0)]      # one tile
+                 ((), 3, 5, 4, 2, False, 8, 8, 1.0),      # one tile
+                 ((), 2048, 2048, 4, 4, False, 256, 256, 1.0)]  # long: held to a memory limit
 HIDDEN_SHAPES = [((3,), 12, 12, 4, 4, True, 4, 4, 1.0),
                  ((2,), 6, 11, 5, 3, True, 4, 4, 1.0),
                  ((), 9, 4, 3, 3, True, 2, 2, 1.0),
@@ -284,7 +285,9 @@ HIDDEN_SHAPES = [((3,), 12, 12, 4, 4, True, 4, 4, 1.0),
                  # still reach key 8 (a stop computed with one of them in place of T_q does not)
                  ((), 2, 9, 6, 3, True, 4, 4, 1.0),
                  # not causal, T_q > T_k: every query block sees every key block
-                 ((), 6, 3, 4, 4, False, 2, 2, 1.0)]
+                 ((), 6, 3, 4, 4, False, 2, 2, 1.0),
+                 ((), 2048, 3072, 4, 4, True, 256, 256, 1.0)]  # long, causal: a memory limit
+
 
 
 def _signed_rows_case(rng):
@@ -310,6 +313,24 @@ def _T(c):
     return c["Q"].shape[-2], c["K"].shape[-2]
 
 
+LONG = 2048  # from T_q x T_k = LONG^2 on, a case holds the learner's call to a quarter of one
+             # (..., T_q, T_k) float64 array: a pass in tiles of 256 keeps a few MiB, the
+             # textbook pass (S, then A) three or more of those arrays
+
+
+def _memory(arrays: str):
+    """``Exercise.memory`` of a pass that the text asks to run in tiles, never building
+    ``arrays`` whole."""
+    def memory(c):
+        T_q, T_k = _T(c)
+        if T_q * T_k < LONG * LONG:
+            return None
+        whole = int(np.prod(c["Q"].shape[:-2], dtype=np.int64)) * T_q * T_k * 8
+        return whole // 4, (f"one ({T_q}, {T_k}) array of float64 is {whole / 2**20:.0f} MiB here, and "
+                            f"the exercise asks for one tile at a time, never the whole {arrays}")
+    return memory
+
+
 TILE_FEATURES = shape_features(**{
     "causal": lambda c: c["causal"],
     "T_q ≠ T_k": lambda c: _T(c)[0] != _T(c)[1],
@@ -324,6 +345,8 @@ TILE_FEATURES = shape_features(**{
     "batch axes": lambda c: c["Q"].ndim > 2,
     "two batch axes": lambda c: c["Q"].ndim > 3,
     "d_k ≠ d_v": lambda c: c["Q"].shape[-1] != c["V"].shape[-1],
+    f"long sequences (T_q · T_k ≥ {LONG}²), held to a memory limit":
+        lambda c: _T(c)[0] * _T(c)[1] >= LONG * LONG,
     "large scores (|Q K^T| / sqrt(d_k) above 30)":
         lambda c: np.abs(c["Q"] @ _swapT(c["K"])).max() / np.sqrt(c["Q"].shape[-1]) > 30})
 
@@ -440,6 +463,7 @@ FORWARD = Exercise(
     dims=_tile_dims,
     mistakes=FORWARD_MISTAKES,
     equivalent=FORWARD_EQUIVALENT,
+    memory=_memory("matrix of scores or weights"),
 )
 
 
@@ -587,6 +611,7 @@ BACKWARD = Exercise(
     dims=_tile_dims,
     mistakes=BACKWARD_MISTAKES,
     equivalent=BACKWARD_EQUIVALENT,
+    memory=_memory("matrix of weights or of their gradients"),
 )
 
 

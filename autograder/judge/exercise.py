@@ -82,6 +82,11 @@ class Exercise:
                under every key (``autograder.judge.adequacy``, ``tests/autograder/judge/test_mutation_adequacy.py``).
     int_scalars: the text promises the exercise's whole numbers as ints: a number output
                the reference gives as an int must be one (else scalars may be any number).
+    memory:    ``memory(case) -> (bytes, why) or None``: where the text promises never to build
+               a large array (tiles, not the (T_q, T_k) matrix), the most the learner's call may
+               hold at once on that case, as Python's ``tracemalloc`` counts it (numpy's arrays
+               included), and in words what the whole array would take; a case past it fails
+               with those words (``autograder.kernel.cases``). None: no limit.
     held_constant: for a backward pass, ``{"the mean": fn}`` where ``fn(**case)`` returns the
                gradients with that quantity of the forward held constant; feedback names the
                missing term when the learner's gradients match one.
@@ -105,6 +110,7 @@ class Exercise:
     held_constant: dict = field(default_factory=dict)
     int_scalars: bool = False
     equivalent: dict = field(default_factory=dict)
+    memory: Callable[[Case], tuple[int, str] | None] | None = None
 
     def _rng(self, label: str, key: bytes | None) -> np.random.Generator:
         message = f"{self.id}/{label}".encode()
@@ -132,6 +138,11 @@ class Exercise:
             raise ValueError("graded cases need a non-empty key")
         return list(self.cases(self._rng("public", key), False)) + \
             list(self.cases(self._rng("hidden", key), True))
+
+    def memory_limits(self, cases: Sequence[Case]) -> list[int | None]:
+        """Per case, the bytes the learner's call may hold at once (None: no limit)."""
+        return [None if self.memory is None or self.memory(c) is None else self.memory(c)[0]
+                for c in cases]
 
     def describe(self, case: Case) -> list[str]:
         """What ``case`` exercises, in words (``autograder.judge.features``)."""

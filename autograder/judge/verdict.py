@@ -18,7 +18,7 @@ from autograder.judge.exercise import Exercise
 from autograder.judge.explain import explain, output_kind
 from autograder.judge.features import in_words
 from autograder.kernel.hints import returned_tuple_hint
-from autograder.kernel.transport import NOT_IMPLEMENTED, as_outputs
+from autograder.kernel.transport import NOT_IMPLEMENTED, as_outputs, over_memory
 
 
 MIN_SEARCH = 0.3  # seconds the search among the mutants gets however late it starts
@@ -143,10 +143,15 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
         return verdict
 
     failing, passing, first_problem, errors, raised, wants = [], [], None, [], [], []
+    too_large = []  # messages for the cases that held more memory than their limit
     for i, (case, got) in enumerate(zip(cases, results)):
         want = as_outputs(ex.reference(**case))
         wants.append(want)
         label = f"{'case' if public else 'hidden case'} {i + 1} ({in_words(ex.describe(case))})"
+        peak = over_memory(got)
+        if peak is not None:
+            too_large.append(f"{label}: {_memory_message(ex, case, peak)}")
+            continue
         if isinstance(got, str):
             errors.append(got if got == NOT_IMPLEMENTED else
                           f"{label}: {got if public else without_values(got)}")
@@ -183,10 +188,23 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
         verdict.messages, verdict.kind = _unlisted(ex, failing, passing, raised, fix, deadline)
     if errors:
         verdict.messages.append(f"{len(errors)} case(s) raised an error, e.g. {errors[0]}")
+    if too_large:
+        verdict.messages += too_large
+        verdict.kind = verdict.kind or "specific"
     verdict.messages.append(f"{verdict.passed} of {len(cases)} cases match the reference.")
     if first_problem:
         verdict.messages.append("First difference, " + first_problem.rstrip(".") + ".")
     return verdict
+
+
+def _memory_message(ex: Exercise, case, peak: int) -> str:
+    """Why a case that held more memory than ``ex.memory`` allows fails, whatever its values."""
+    limit, why = ex.memory(case) if ex.memory else (0, "")
+    if peak < 0:
+        return (f"`{ex.function}` stopped Python's count of allocations (`tracemalloc`), by which "
+                f"this case measures its memory ({why}).")
+    return (f"`{ex.function}` held {peak / 2**20:.1f} MiB at once, more than the "
+            f"{limit / 2**20:.0f} MiB this case allows: {why}.")
 
 
 def _unlisted(ex: Exercise, failing: list, passing: list, raised: list, fix,

@@ -18,13 +18,15 @@ import json
 import os
 import signal
 import time
+import tracemalloc
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
 from autograder.kernel.calls import run
 from autograder.kernel.hints import describe_error
-from autograder.kernel.transport import MIME, NOT_IMPLEMENTED, as_outputs, decode_cases, decode_probes, encode_results
+from autograder.kernel.transport import (MIME, NOT_IMPLEMENTED, OVER_MEMORY, as_outputs, decode_cases, decode_probes,
+                                        encode_results)
 
 CASES_ENV = "AUTOGRADER_CASES"
 CASE_SECONDS = 5.0       # CPU seconds; one case of an honest exercise takes milliseconds
@@ -72,14 +74,53 @@ def _time_limit(seconds: float, wall_seconds: float):
         signal.signal(signal.SIGALRM, old[1])
 
 
+@contextmanager
+def _allocations():
+    """Count what the code below allocates (numpy's arrays and Python's objects, as Python's
+    ``tracemalloc`` sees them): ``count["peak"]`` is the most it held at once beyond what
+    existed before, in bytes; -1 when the code stopped the count (``tracemalloc.stop()``).
+
+    A count, not a clock: the same code gets the same number on a busy machine."""
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    count = {"peak": -1}
+    try:
+        yield count
+    finally:
+        if tracemalloc.is_tracing():
+            count["peak"] = max(0, tracemalloc.get_traced_memory()[1] - base)
+            if started:
+                tracemalloc.stop()
+
+
+def _bounded(namespace: dict, function: str, call: str | None, case: dict, limit: int | None):
+    """The learner's outputs on ``case``; with a ``limit`` in bytes, ``OVER_MEMORY`` and the
+    peak instead when the call held more than that at once (an exercise whose text promises
+    tiles, never the whole matrix)."""
+    if limit is None:
+        return as_outputs(run(namespace, function, call, case))
+    with _allocations() as count:
+        result = run(namespace, function, call, case)
+    if count["peak"] < 0 or count["peak"] > limit:
+        return f"{OVER_MEMORY}{count['peak']}"
+    return as_outputs(result)
+
+
 def run_cases(namespace: dict, function: str, call: str | None, cases: list,
-              budget: float | None = None, signature: str | None = None) -> list:
+              budget: float | None = None, signature: str | None = None,
+              memory: list | None = None) -> list:
     """Per case: the learner's outputs as a tuple of arrays, or the error as text.
 
     ``budget``: seconds of CPU time for all the cases together; they also get as many seconds
-    on the clock, so that a graded cell ends before the grader's cell timeout."""
+    on the clock, so that a graded cell ends before the grader's cell timeout. ``memory``:
+    per case, the bytes the call may hold at once (None: no limit); a case past it gives
+    ``OVER_MEMORY`` and the peak."""
     results, left, wall_left = [], budget, budget
-    for case in cases:
+    limits = list(memory or ()) + [None] * (len(cases) - len(memory or ()))
+    for case, allowed in zip(cases, limits):
         if left is not None and (left <= 0 or wall_left <= 0):
             results.append(f"not run: the earlier cases used up the {budget:g} s for this exercise")
             continue
@@ -88,7 +129,7 @@ def run_cases(namespace: dict, function: str, call: str | None, cases: list,
         start, wall_start = time.process_time(), time.monotonic()
         try:
             with _time_limit(limit, wall):
-                results.append(as_outputs(run(namespace, function, call, copy.deepcopy(case))))
+                results.append(_bounded(namespace, function, call, copy.deepcopy(case), allowed))
         except CaseTimeout as stop:
             waited = "" if stop.args and stop.args[0] == signal.SIGPROF else " (it was waiting: input, sleep, a lock?)"
             results.append(f"did not finish within {limit:.0f} s (an endless loop?)" if not waited
@@ -120,7 +161,8 @@ def record(exercise_id: str, namespace: dict) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             results = run_cases(namespace, spec["function"], spec["call"], cases,
-                                budget=EXERCISE_SECONDS, signature=spec.get("signature"))
+                                budget=EXERCISE_SECONDS, signature=spec.get("signature"),
+                                memory=spec.get("memory"))
         payload = encode_results(exercise_id, results)
         summary = f"Recorded {len(results)} cases of {exercise_id} for the grader."
         payload["fixes"] = _fixes(namespace, spec, cases, CELL_SECONDS - (time.monotonic() - start))

@@ -18,6 +18,18 @@ MIME = "application/vnd.course.autograder+json"
 NUMERIC_KINDS = "biuf"
 MAX_ELEMENTS = 10_000_000  # per decoded array: far above any exercise's output
 NOT_IMPLEMENTED = "not implemented yet"  # the result of a case that raised NotImplementedError
+OVER_MEMORY = "over the memory limit: "  # + the peak in bytes (-1: the code stopped the count)
+
+
+def over_memory(result) -> int | None:
+    """The peak bytes of a case that allocated more than its limit (``OVER_MEMORY``), -1 when
+    the learner's code stopped the count, None for any other result."""
+    if isinstance(result, str) and result.startswith(OVER_MEMORY):
+        try:
+            return int(result[len(OVER_MEMORY):])
+        except ValueError:
+            return None
+    return None
 
 
 def encode_array(a: np.ndarray) -> dict:
@@ -89,14 +101,18 @@ def decode_value(d):
 
 
 def encode_cases(exercise_id: str, function: str, call: str | None, cases: list,
-                 signature: str | None = None, probes: dict | None = None) -> dict:
+                 signature: str | None = None, probes: dict | None = None,
+                 memory: list | None = None) -> dict:
     """What the kernel needs to run one exercise: whom to call, how, and on what.
 
     ``probes``: the public cases with their expected outputs and the tolerance
     (``encode_probes``), for the search of a fix when the learner's code fails one of them
-    (``autograder.kernel.repair``); they are the check cell's cases, which a learner can print."""
+    (``autograder.kernel.repair``); they are the check cell's cases, which a learner can print.
+    ``memory``: per case, the bytes the learner's call may allocate, or None (no limit)."""
+    limits = {"memory": [None if m is None else int(m) for m in memory]} if memory and any(
+        m is not None for m in memory) else {}
     return {"exercise": exercise_id, "function": function, "call": call, "signature": signature,
-            "cases": [encode_value(c) for c in cases], **({"probes": probes} if probes else {})}
+            "cases": [encode_value(c) for c in cases], **({"probes": probes} if probes else {}), **limits}
 
 
 def decode_cases(payload: dict) -> list:

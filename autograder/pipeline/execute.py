@@ -220,7 +220,8 @@ class SandboxedExecute(NbGraderPreprocessor):
         with Sandbox(forbidden, isolate) as box:
             for ex, cases in graded.values():
                 probes = encode_probes(*ex.probes(graded=cases), ex.rtol, ex.atol)
-                box.write_cases(ex.id, encode_cases(ex.id, ex.function, ex.call, cases, ex.signature, probes))
+                box.write_cases(ex.id, encode_cases(ex.id, ex.function, ex.call, cases, ex.signature, probes,
+                                                    ex.memory_limits(cases)))
             faults = self._run(nb, box, to_run)
         for i, message in faults.items():
             nb.cells[i].outputs.append(fault_output(message))

@@ -192,3 +192,66 @@ CODE_MUTANTS = [  # realistic edits of the solution code, and the mistake the fe
                          ids=[f"{m[0]}: {m[2]}" for m in CODE_MUTANTS])
 def test_realistic_bugs_lose_points_and_are_named(exercise_id, source, name):
     assert_bug_is_named(_verdict(exercise_id, source), name, described=("differs", "raised", "NaN"))
+
+
+# The text promises tiles, "without ever building a (T_q, T_k) array": a pass that builds the
+# whole matrix gets every value right and loses the long cases, whose memory is counted.
+WHOLE_MATRIX = {
+    "flash.forward": '''
+def flash_forward(Q, K, V, causal=False, block_q=16, block_k=16):
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if causal:
+        S = np.where(np.arange(T_k) <= np.arange(T_q)[:, None] + T_k - T_q, S, -np.inf)
+    m = S.max(-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    E = np.exp(S - m)
+    l = E.sum(-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        lse = (m + np.log(l))[..., 0]
+    return E @ V / np.where(l == 0, 1.0, l), lse
+''',
+    "flash.backward": '''
+def flash_backward(dout, Q, K, V, out, lse, causal=False, block_q=16, block_k=16):
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    scale = 1.0 / np.sqrt(Q.shape[-1])
+    S = Q @ np.swapaxes(K, -1, -2) * scale
+    if causal:
+        S = np.where(np.arange(T_k) <= np.arange(T_q)[:, None] + T_k - T_q, S, -np.inf)
+    A = np.exp(S - np.where(np.isfinite(lse), lse, np.inf)[..., None])
+    dA = dout @ np.swapaxes(V, -1, -2)
+    dS = A * (dA - np.sum(dout * out, axis=-1)[..., None])
+    return dS @ K * scale, np.swapaxes(dS, -1, -2) @ Q * scale, np.swapaxes(A, -1, -2) @ dout
+''',
+}
+
+
+@pytest.mark.parametrize("exercise_id", sorted(WHOLE_MATRIX))
+def test_a_pass_that_builds_the_whole_matrix_loses_the_long_cases_and_is_told_why(exercise_id):
+    ex = get(exercise_id)
+    cases = ex.graded_cases(TEST_KEY)
+    long = [i for i, c in enumerate(cases) if ex.memory(c) is not None]
+    assert len(long) == 2 and len(ex.public_cases()) > long[0]  # one public-kind, one hidden
+    whole = _verdict(exercise_id, WHOLE_MATRIX[exercise_id])
+    assert whole.passed == len(cases) - 2, whole.messages
+    told = [m for m in whole.messages if "at once, more than the" in m]
+    assert len(told) == 2 and all("one tile at a time" in m and "MiB" in m for m in told), whole.messages
+    # the same code with its memory count stopped from inside loses the same cases
+    hidden = WHOLE_MATRIX[exercise_id].replace("    T_q, T_k", "    import tracemalloc\n"
+                                               "    tracemalloc.stop()\n    T_q, T_k", 1)
+    stopped = _verdict(exercise_id, hidden)
+    assert stopped.passed == len(cases) - 2
+    assert sum("stopped Python's count of allocations" in m for m in stopped.messages) == 2
+
+
+def test_a_tiled_pass_with_a_whole_boolean_causal_mask_keeps_full_marks():
+    """The limit is a quarter of one float64 (T_q, T_k) array: a boolean mask of that shape
+    (an eighth) made once is not what the text forbids (the scores and weights are)."""
+    source = _solution(RIGHT["flash.forward"])
+    old = "S = np.where(np.arange(k0, k0 + S.shape[-1]) <= position, S, -np.inf)"
+    assert old in source
+    source = source.replace("    for q0 in range(0, T_q, block_q):",
+                            "    visible = np.arange(T_k) <= np.arange(T_q)[:, None] + T_k - T_q\n"
+                            "    for q0 in range(0, T_q, block_q):", 1)
+    source = source.replace(old, "S = np.where(visible[q0:q0 + rows, k0:k0 + block_k], S, -np.inf)")
+    assert _verdict("flash.forward", source).full_marks
