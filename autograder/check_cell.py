@@ -33,14 +33,16 @@ def check(exercise_id: str, namespace: dict) -> None:
     # than the verdict, and printed above it they read as if the check itself broke
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        changed = []
         results = run_cases(namespace, ex.function, ex.call, cases, signature=ex.signature,
-                            memory=ex.memory_limits(cases))
+                            memory=ex.memory_limits(cases), changed=changed)
         verdict = judge(ex, cases, results, public=True, fixes=lambda: _public_fixes(ex, namespace, cases),
-                        seconds=DIAGNOSIS_SECONDS)
+                        seconds=DIAGNOSIS_SECONDS, changed=changed)
     advice = _unavailable_while_graded(ex, namespace)
     if verdict.passed == verdict.total and not advice:
         print(f"\u2714 {ex.function}: all {verdict.total} public cases match. "
-              "Hidden cases are checked when you submit.")
+              "Hidden cases are checked when you submit."
+              + (f"\n  But note: {verdict.changed}" if verdict.changed else ""))
         return
     lines = list(verdict.messages) if verdict.passed < verdict.total else []
     failing = {h for h in ex.helpers if not _passes_public_cases(h, exercise_id, namespace)}

@@ -30,9 +30,10 @@ def learner_verdict(exercise_id, sources, namespace, key=TEST_KEY):
     for source in sources:
         exec(textwrap.dedent(source), scope)
     cases = ex.graded_cases(key)
+    changed = []  # per case, the inputs the learner's call changed in place
     results = run_cases(scope, ex.function, ex.call, cases, signature=ex.signature,
-                        memory=ex.memory_limits(cases))
-    return judge(ex, cases, results)
+                        memory=ex.memory_limits(cases), changed=changed)
+    return judge(ex, cases, results, changed=changed)
 
 
 def assert_bug_is_named(verdict, name, described=("differs", "raised")):

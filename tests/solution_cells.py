@@ -96,9 +96,10 @@ def verdict_with(exercise_id: str, source: str | None = None, key: bytes = TEST_
     ex = get(exercise_id)
     scope = namespace_with(exercise_id, source)
     cases = ex.public_cases() if public else ex.graded_cases(key)
+    changed = []  # per case, the inputs the learner's call changed in place
     results = run_cases(scope, ex.function, ex.call, cases, signature=ex.signature,
-                        memory=ex.memory_limits(cases))
+                        memory=ex.memory_limits(cases), changed=changed)
     probes, wants = ex.probes()
     found = lambda: decode_fixes(fixes(scope, ex.function, ex.call, probes, wants, cases, ex.rtol, ex.atol),
                                  len(cases))
-    return judge(ex, cases, results, public=public, fixes=found)
+    return judge(ex, cases, results, public=public, fixes=found, changed=changed)

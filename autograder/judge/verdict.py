@@ -36,6 +36,7 @@ class Verdict:
     # (what the mistake is), "pinpoint" (only where it is), None (nothing beyond the count)
     kind: str | None = None
     lines: tuple = ()  # the learner's lines that a confirmed fix names (``autograder.kernel.repair``)
+    changed: str | None = None  # the message when the learner's code changed its inputs in place
 
     @property
     def full_marks(self) -> bool:
@@ -123,7 +124,7 @@ def helper_note(ex: Exercise, failing: set[str]) -> str | None:
 
 
 def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=(),
-          seconds: float | None = None) -> Verdict:
+          seconds: float | None = None, changed=None) -> Verdict:
     """Score the recorded ``results`` on ``cases`` (per case: tuple of arrays, or an error string).
 
     ``public``: the cases are the check cell's, which the learner may look at (``show_case``);
@@ -133,10 +134,13 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
     one is named only if its outputs equal the reference's on every case. They never change
     the score. ``seconds``: where the learner waits (the check cell), the searches for a name
     end after about this many seconds on the clock (the one among the mutants gets what the
-    fixes left); None: each has its own budget.
+    fixes left); None: each has its own budget. ``changed``: per case, the names of the inputs
+    the learner's call changed in place (the kernel's ``changed_inputs``; data from the
+    sandbox, so only names of the case's own inputs are told); told, whatever the score.
     """
     deadline = None if seconds is None else time.monotonic() + seconds
     verdict = Verdict(ex.id, 0.0, float(ex.points), 0, len(cases))
+    verdict.changed = _changed_message(ex, cases, changed)
     if len(results) != len(cases):
         verdict.messages.append(f"Recorded {len(results)} results for {len(cases)} cases; "
                                 "run the graded cell unchanged.")
@@ -167,6 +171,7 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
     verdict.points = round(ex.points * verdict.passed / len(cases), 3)
     if verdict.passed == len(cases):
         verdict.messages.append(f"All {len(cases)} cases match the reference.")
+        verdict.messages += [verdict.changed] if verdict.changed else []
         return verdict
     if errors and all(e == NOT_IMPLEMENTED for e in errors) and not failing:
         verdict.messages.append(f"`{ex.function}` is not implemented yet.")
@@ -186,6 +191,9 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
             verdict.lines = lines
             return message
         verdict.messages, verdict.kind = _unlisted(ex, failing, passing, raised, fix, deadline)
+    if verdict.changed:  # a fact, and often the cause (a residual that adds the changed x)
+        verdict.messages.append(verdict.changed)
+        verdict.kind = verdict.kind or "specific"
     if errors:
         verdict.messages.append(f"{len(errors)} case(s) raised an error, e.g. {errors[0]}")
     if too_large:
@@ -195,6 +203,26 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
     if first_problem:
         verdict.messages.append("First difference, " + first_problem.rstrip(".") + ".")
     return verdict
+
+
+def _changed_message(ex: Exercise, cases: list, changed) -> str | None:
+    """What to tell when the learner's call changed its inputs in place on some case."""
+    if not isinstance(changed, list) or len(changed) != len(cases):
+        return None
+    names = []
+    for case, these in zip(cases, changed):
+        for name in these if isinstance(these, list) else ():
+            if isinstance(name, str) and name in case and name not in names:
+                names.append(name)
+    if not names:
+        return None
+    shown = " and ".join(f"`{n}`" for n in names)
+    where = f"`{ex.function}`" + (f" (or a function of yours it calls: {', '.join(f'`{h}`' for h in ex.helpers)})"
+                                  if ex.helpers else "")
+    return (f"Your {where} changes its input {shown} in place (`-=`, `*=`, `out=`, or a slice "
+            f"assigned), so the caller's array is no longer what it passed: code that uses it "
+            "afterwards (a residual `x + ...`, the next call) sees other values. Work on a new "
+            "array (`x = x - mu` makes one; `x.copy()` first also does).")
 
 
 def _memory_message(ex: Exercise, case, peak: int) -> str:

@@ -23,6 +23,8 @@ import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
+
 from autograder.kernel.calls import run
 from autograder.kernel.hints import describe_error
 from autograder.kernel.transport import (MIME, NOT_IMPLEMENTED, OVER_MEMORY, as_outputs, decode_cases, decode_probes,
@@ -109,15 +111,40 @@ def _bounded(namespace: dict, function: str, call: str | None, case: dict, limit
     return as_outputs(result)
 
 
+def _same(a, b) -> bool:
+    """Whether an input is as it was: arrays equal (floats up to rounding, NaN to NaN), dicts,
+    lists and tuples item by item, anything else by ``==``."""
+    if isinstance(a, np.ndarray):
+        if not isinstance(b, np.ndarray) or a.shape != b.shape:
+            return False
+        if a.dtype.kind in "fc" and b.dtype.kind in "fc":
+            return bool(np.allclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True))
+        return bool(np.array_equal(a, b))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    try:
+        return bool(a == b)
+    except Exception:  # an object whose == fails says nothing
+        return True
+
+
+def changed_inputs(case: dict, given: dict) -> list[str]:
+    """The arguments whose values a call changed: ``given`` is the copy of ``case`` it was given."""
+    return [name for name in case if not _same(case[name], given.get(name))]
+
+
 def run_cases(namespace: dict, function: str, call: str | None, cases: list,
               budget: float | None = None, signature: str | None = None,
-              memory: list | None = None) -> list:
+              memory: list | None = None, changed: list | None = None) -> list:
     """Per case: the learner's outputs as a tuple of arrays, or the error as text.
 
     ``budget``: seconds of CPU time for all the cases together; they also get as many seconds
     on the clock, so that a graded cell ends before the grader's cell timeout. ``memory``:
     per case, the bytes the call may hold at once (None: no limit); a case past it gives
-    ``OVER_MEMORY`` and the peak."""
+    ``OVER_MEMORY`` and the peak. ``changed``: a list to which, per case, the names of the
+    inputs the call changed in place are appended."""
     results, left, wall_left = [], budget, budget
     limits = list(memory or ()) + [None] * (len(cases) - len(memory or ()))
     for case, allowed in zip(cases, limits):
@@ -127,9 +154,10 @@ def run_cases(namespace: dict, function: str, call: str | None, cases: list,
         limit = CASE_SECONDS if left is None else min(CASE_SECONDS, left)
         wall = WALL_FACTOR * CASE_SECONDS if wall_left is None else min(WALL_FACTOR * CASE_SECONDS, wall_left)
         start, wall_start = time.process_time(), time.monotonic()
+        given = copy.deepcopy(case)
         try:
             with _time_limit(limit, wall):
-                results.append(_bounded(namespace, function, call, copy.deepcopy(case), allowed))
+                results.append(_bounded(namespace, function, call, given, allowed))
         except CaseTimeout as stop:
             waited = "" if stop.args and stop.args[0] == signal.SIGPROF else " (it was waiting: input, sleep, a lock?)"
             results.append(f"did not finish within {limit:.0f} s (an endless loop?)" if not waited
@@ -137,6 +165,8 @@ def run_cases(namespace: dict, function: str, call: str | None, cases: list,
         except BaseException as err:  # any learner error (sys.exit() too) is a result, not a crash
             stub = type(err) is NotImplementedError  # the release's `raise NotImplementedError()`
             results.append(NOT_IMPLEMENTED if stub else describe_error(err, function, signature))
+        if changed is not None:
+            changed.append(changed_inputs(case, given))
         if left is not None:
             left -= time.process_time() - start
             wall_left -= time.monotonic() - wall_start
@@ -158,12 +188,14 @@ def record(exercise_id: str, namespace: dict) -> None:
     try:
         spec = json.loads((folder / f"{exercise_id}.json").read_text())
         cases = decode_cases(spec)
+        changed = []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             results = run_cases(namespace, spec["function"], spec["call"], cases,
                                 budget=EXERCISE_SECONDS, signature=spec.get("signature"),
-                                memory=spec.get("memory"))
+                                memory=spec.get("memory"), changed=changed)
         payload = encode_results(exercise_id, results)
+        payload["changed"] = changed
         summary = f"Recorded {len(results)} cases of {exercise_id} for the grader."
         payload["fixes"] = _fixes(namespace, spec, cases, CELL_SECONDS - (time.monotonic() - start))
     except Exception as err:  # the kernel side's own failure must still not stop the notebook

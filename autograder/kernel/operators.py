@@ -346,6 +346,8 @@ _OP_SWAPS = {ast.Mult: ast.Add, ast.Add: ast.Mult, ast.Div: ast.Sub, ast.Sub: as
              ast.BitOr: ast.BitAnd, ast.BitAnd: ast.BitOr}
 _CMP_MORE = {ast.Gt: (ast.NotEq,), ast.Lt: (ast.NotEq,), ast.GtE: (ast.NotEq,), ast.LtE: (ast.NotEq,),
              ast.Eq: (ast.NotEq,), ast.NotEq: (ast.Eq, ast.Gt)}
+_ELEMENTWISE = ("tanh", "sin", "cos", "square", "negative", "reciprocal", "log1p", "expm1")
+_JOINS = ("split", "array_split", "concatenate", "stack")
 _NOT_DROPPED = ("range", "len", "enumerate", "zip", "list", "tuple", "dict", "set", "sorted", "reversed",
                 "print", "isinstance", "int", "float", "bool", "str", "min", "max", "sum", "abs", "round",
                 "super", "type", "iter", "next", "map", "filter")
@@ -409,7 +411,7 @@ def _added_terms(tree, nodes, index, params, variables, parents):
         if (isinstance(node, ast.Name) and node.id in variables and isinstance(node.ctx, ast.Load)
                 or isinstance(node, ast.Call) or isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)) \
                 and not _is_callee(node, parents):
-            held = _names(node)
+            held = _names(node) | _in_product(node, parents)
             for other in variables:
                 if getattr(node, "id", None) == other:
                     continue
@@ -436,6 +438,7 @@ def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
     moved into a loop or before it."""
     sites = []
     in_signature = {id(n) for n in ast.walk(tree.args)}
+    parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
     held, looped, own_values = {}, {}, set()  # expression -> the names that hold it, the loop name
     for n in nodes:
         if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
@@ -488,6 +491,15 @@ def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
             add(node, copy.deepcopy(node.value.args[0]), "function")
         if isinstance(node, (ast.Assign, ast.Return)) and isinstance(node.value, ast.BinOp):
             sites += [Site(index[id(node.value)], new, "brackets", "") for new in _bracketings(node.value)]
+        if loaded and isinstance(node, ast.Subscript) and _adds_axes(node.slice):
+            add(node, copy.deepcopy(node.value), "bound")  # `mask[:, None]` -> `mask`
+        if isinstance(node, (ast.If, ast.IfExp, ast.While)):  # a condition the wrong way round
+            test = node.test
+            negated = copy.deepcopy(test.operand) if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) \
+                else ast.UnaryOp(ast.Not(), copy.deepcopy(test))
+            sites.append(Site(index[id(test)], negated, "compare", ""))
+        if isinstance(node, ast.Constant) and type(node.value) is float and 0 < abs(node.value) < 0.5:
+            add(node, ast.Constant(0.0), "constant")  # a leak: `np.where(a > 0, a, 0.01 * a)`
         if isinstance(node, ast.Call):
             name = _call_name(node)
             axis = _keyword(node, "axis")
@@ -511,6 +523,22 @@ def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
                 add(node, new, "function")
             if isinstance(node.func, ast.Name) and node.args and name not in _NOT_DROPPED:
                 add(node, copy.deepcopy(node.args[0]), "function")  # a call of one's own function dropped
+                if not isinstance(parents.get(id(node)), ast.Subscript):  # its first output only
+                    add(node, ast.Subscript(copy.deepcopy(node), ast.Constant(0), ast.Load()), "tuple")
+            if np_style and name in _ELEMENTWISE and len(node.args) == 1 and not node.keywords:
+                add(node, copy.deepcopy(node.args[0]), "function")  # `np.tanh(h)` where h is tanh already
+            if name in _JOINS:  # `np.split(z, 4)` cuts the batch axis
+                for other in ("-1", "1", "0", "-2", "2"):
+                    if axis is None or ast.unparse(axis.value) != other:
+                        add(node, call_with(node, axis=other), "axis")
+            if name == "range" and len(node.args) == 3:  # `range(0, T - b + 1, b)` skips a short block
+                stop, step = node.args[1], ast.dump(node.args[2])
+                inner = stop.left if isinstance(stop, ast.BinOp) and isinstance(stop.op, ast.Add) \
+                    and isinstance(stop.right, ast.Constant) and stop.right.value == 1 else stop
+                if isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Sub) and ast.dump(inner.right) == step:
+                    new = copy.deepcopy(node)
+                    new.args[1] = copy.deepcopy(inner.left)
+                    add(node, new, "bound")
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], (ast.Subscript, ast.Name)):
             add(node, ast.AugAssign(copy.deepcopy(node.targets[0]), ast.Add(), copy.deepcopy(node.value)), "statement")
@@ -569,6 +597,24 @@ def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
                     new.body.insert(i, new.body[i].body.pop(0))
                     add(node, new, "statement", stmt.body[0])
     return sites
+
+
+def _in_product(node, parents) -> set[str]:
+    """The names of the product that ``node`` is a factor of (``t[:, None] * freq``: freq)."""
+    names, up = set(), parents.get(id(node))
+    while isinstance(up, ast.BinOp) and isinstance(up.op, (ast.Mult, ast.Div, ast.MatMult)):
+        names |= _names(up)
+        up = parents.get(id(up))
+    return names
+
+
+def _adds_axes(index) -> bool:
+    """Whether a subscript's index only adds axes (``[:, None]``, ``[None]``, ``[..., None, :]``)."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    empty = lambda p: isinstance(p, ast.Slice) and p.lower is None and p.upper is None and p.step is None
+    added = [isinstance(p, ast.Constant) and p.value is None for p in parts]
+    return any(added) and all(a or empty(p) or isinstance(p, ast.Constant) and p.value is Ellipsis
+                              for a, p in zip(added, parts))
 
 
 def _is_callee(node, parents) -> bool:

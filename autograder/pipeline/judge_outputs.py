@@ -57,7 +57,8 @@ def verdict_for_cell(cell, ex, cases, earlier_faults: list[str]) -> Verdict:
         return Verdict(ex.id, 0.0, float(ex.points), 0, len(cases),
                        [f"Unreadable recorded outputs: {without_values(str(err))[:MAX_MESSAGE]}"])
     results = [r[:MAX_MESSAGE] if isinstance(r, str) else r for r in results]
-    verdict = judge(ex, cases, results, fixes=decode_fixes(payload.get("fixes"), len(cases)))
+    verdict = judge(ex, cases, results, fixes=decode_fixes(payload.get("fixes"), len(cases)),
+                    changed=payload.get("changed"))
     if verdict.passed < verdict.total:
         verdict.messages += earlier_faults
     return verdict

@@ -25,6 +25,11 @@ MUTANTS = {  # name: [(grade_id, old, new, exercise id, mistake name the feedbac
         ("flash_backward", "dS = A * (dA - delta[..., q0:q0 + rows, None])",
          "dS = A * (dA - np.sum(dA * A, axis=-1, keepdims=True))", "flash.backward",
          "delta computed from the tile's weights instead of rowsum(dout ∘ out)"),
+        # a whole (T_q, T_k) array built beside the tiles: the long cases count the memory
+        ("flash_forward", "    lead = Q.shape[:-2]\n", "    lead = Q.shape[:-2]\n    S_all = Q @ np.swapaxes(K, -1, -2)\n",
+         "flash.forward", "at once, more than the"),
+        ("flash_backward", "    delta = np.sum(dout * out, axis=-1)", "    dA_all = dout @ np.swapaxes(V, -1, -2)\n"
+         "    delta = np.sum(dout * out, axis=-1)", "flash.backward", "at once, more than the"),
     ],
     "the last block, the causal alignment and a transpose": [
         ("flash_online_softmax", "range(0, s.shape[-1], block_k)",

@@ -20,6 +20,9 @@ MUTANTS = {  # name: [(grade_id, old, new, exercise id, mistake name the feedbac
         ("layernorm_forward", "x.var(axis=-1, keepdims=True)", "x.var(axis=-1, keepdims=True, ddof=1)",
          "layernorm.forward", "unbiased variance"),
         ("layernorm_ffn", "np.maximum(x @ W1 + b1, 0)", "x @ W1 + b1", "layernorm.ffn", "ReLU left out"),
+        # the forward centres the caller's x in place: the Pre-LN residual then adds the changed x
+        ("layernorm_forward", "    x_hat = (x - mu) / np.sqrt(var + eps)", "    x -= mu\n    x_hat = x / np.sqrt(var + eps)",
+         "layernorm.pre_ln", "changes its input `x` in place"),
     ],
     "constant statistics, block orders": [
         ("layernorm_backward", DX, "dx = inv_std * g", "layernorm.backward",

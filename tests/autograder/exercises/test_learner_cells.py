@@ -22,6 +22,7 @@ class Cell:
     says: tuple[str, ...] = ()      # each must be in the messages
     never: tuple[str, ...] = ()     # none may be
     public: bool = False            # the check cell's cases instead of the graded ones
+    full_marks: bool = False        # right values, told something all the same
 
 
 CELLS = [
@@ -348,6 +349,142 @@ CELLS = [
             adam = 2 * bytes_per_param * n_params
             return w, g, m, adam, w + g + m + adam
         """, says=("working precision",), never=("only one Adam state",)),
+    # a second audit (session 12): the learner's own fixes the search lacked, and inputs changed in place
+    Cell("warmup.softmax", "works in place on its input", """
+        def softmax(z, axis=-1):
+            z -= z.max(axis=axis, keepdims=True)
+            np.exp(z, out=z)
+            z /= z.sum(axis=axis, keepdims=True)
+            return z
+        """, says=("`softmax` changes its input `z` in place",), full_marks=True),
+    Cell("layernorm.forward", "x -= mu on the caller's array", """
+        def layernorm_forward(x, gamma, beta, eps=1e-5):
+            x -= x.mean(axis=-1, keepdims=True)
+            var = (x ** 2).mean(axis=-1, keepdims=True)
+            x_hat = x / np.sqrt(var + eps)
+            return gamma * x_hat + beta, (x_hat, var, eps, gamma)
+        """, says=("changes its input `x` in place",), full_marks=True),
+    Cell("layernorm.pre_ln", "a right block over a layernorm_forward that centres x in place", """
+        def layernorm_forward(x, gamma, beta, eps=1e-5):
+            x -= x.mean(axis=-1, keepdims=True)
+            var = (x ** 2).mean(axis=-1, keepdims=True)
+            x_hat = x / np.sqrt(var + eps)
+            return gamma * x_hat + beta, (x_hat, var, eps, gamma)
+
+
+        def pre_ln_block(x, W1, b1, W2, b2, gamma, beta):
+            h = layernorm_forward(x, gamma, beta)[0]
+            return x + ffn_forward(h, W1, b1, W2, b2)[0]
+        """, says=("changes its input `x` in place", "`layernorm_forward`")),
+    Cell("positional.rope", "rotates in place: the odd entries read the rotated even ones", """
+        def apply_rope(x, positions):
+            d = x.shape[-1]
+            omega = 1.0 / 10000 ** (2 * np.arange(d // 2) / d)
+            theta = np.asarray(positions, dtype=float)[:, None] * omega
+            c, s = np.cos(theta), np.sin(theta)
+            x[..., 0::2] = c * x[..., 0::2] - s * x[..., 1::2]
+            x[..., 1::2] = s * x[..., 0::2] + c * x[..., 1::2]
+            return x
+        """, says=("changes its input `x` in place",)),
+    Cell("positional.rope", "exponent i/d for 2i/d: squaring freq must not be the fix", """
+        def apply_rope(x, positions):
+            d = x.shape[-1]
+            freq = 1.0 / 10000 ** (np.arange(d // 2) / d)
+            theta = np.asarray(positions, float)[:, None] * freq
+            a, b = x[..., ::2], x[..., 1::2]
+            rot_a = a * np.cos(theta) - b * np.sin(theta)
+            rot_b = a * np.sin(theta) + b * np.cos(theta)
+            return np.stack([rot_a, rot_b], axis=-1).reshape(rot_a.shape[:-1] + (d,))
+        """, never=("* freq` in place of",)),
+    Cell("lm.rnn_backward", "tanh applied to h again in the derivative", """
+        def rnn_backward(dh, cache):
+            x, h0, Wxh, Whh, h = cache
+            B, T, D = x.shape
+            dx = np.zeros_like(x)
+            dWxh = np.zeros_like(Wxh); dWhh = np.zeros_like(Whh); db = np.zeros(Whh.shape[1])
+            carry = np.zeros_like(h0)
+            for t in range(T - 1, -1, -1):
+                g = dh[:, t] + carry
+                da = g * (1 - np.tanh(h[:, t]) ** 2)
+                prev = h0 if t == 0 else h[:, t - 1]
+                dx[:, t] = da @ Wxh.T
+                dWxh += x[:, t].T @ da
+                dWhh += prev.T @ da
+                db += da.sum(axis=0)
+                carry = da @ Whh.T
+            return dx, carry, dWxh, dWhh, db
+        """, says=("`h[:, t]` in place of `np.tanh(h[:, t])`",)),
+    Cell("lm.lstm_cell", "np.split without an axis cuts the batch", """
+        def lstm_cell_forward(x, h_prev, c_prev, W, b):
+            z = np.concatenate([h_prev, x], axis=1) @ W + b
+            zi, zf, zo, zc = np.split(z, 4)
+            sig = lambda v: 1 / (1 + np.exp(-v))
+            c = sig(zf) * c_prev + sig(zi) * np.tanh(zc)
+            h = sig(zo) * np.tanh(c)
+            return h, c
+        """, says=("`zi, zf, zo, zc = np.split(z, 4)`", "axis=")),
+    Cell("attention.multi_head", "a head axis added to the mask, which already broadcasts", """
+        def multi_head_attention(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
+            if mask is not None:
+                mask = mask[:, None]
+            q = split_heads(x_q @ W_q, n_heads)
+            k = split_heads(x_kv @ W_k, n_heads)
+            v = split_heads(x_kv @ W_v, n_heads)
+            heads, A = attention_forward(q, k, v, mask)
+            heads = heads.transpose(0, 2, 1, 3)
+            return heads.reshape(*heads.shape[:2], -1) @ W_o, A
+        """, says=("With `mask` in place of `mask[:, None]`",)),
+    Cell("layernorm.ffn", "leaky ReLU", """
+        def ffn_forward(x, W1, b1, W2, b2):
+            a = x @ W1 + b1
+            h = np.where(a > 0, a, 0.01 * a)
+            return h @ W2 + b2, (x, a, h)
+        """, says=("`h = np.where(a > 0, a, 0.01 * a)`",)),
+    Cell("layernorm.post_ln", "ffn_forward's (out, cache) added to x", """
+        def post_ln_block(x, W1, b1, W2, b2, gamma, beta):
+            y = x + ffn_forward(x, W1, b1, W2, b2)
+            return layernorm_forward(y, gamma, beta)[0]
+        """, says=("`ffn_forward(x, W1, b1, W2, b2)[0]` in place of",)),
+    Cell("scaling.param_count", "the output matrix added when tied", """
+        def param_count(n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff, tied):
+            d = d_model
+            block = (4 * d * d + 4 * d) + (2 * d * d_ff + d_ff + d) + 4 * d
+            n = n_layers * block + 2 * d + (vocab_size + n_ctx) * d
+            if tied:
+                n += vocab_size * d
+            return n
+        """, says=("`not tied` in place of `tied`",)),
+    Cell("flash.forward", "the key loop stops before the last, shorter block", """
+        def flash_forward(Q, K, V, causal=False, block_q=16, block_k=16):
+            Tq, Tk, dk = Q.shape[-2], K.shape[-2], Q.shape[-1]
+            lead = Q.shape[:-2]
+            out = np.zeros(lead + (Tq, V.shape[-1]))
+            lse = np.zeros(lead + (Tq,))
+            off = Tk - Tq
+            for i in range(0, Tq, block_q):
+                q = Q[..., i:i + block_q, :]
+                r = q.shape[-2]
+                m = np.full(lead + (r,), -np.inf); l = np.zeros(lead + (r,)); acc = np.zeros(lead + (r, V.shape[-1]))
+                for j in range(0, Tk - block_k + 1, block_k):
+                    if causal and j > i + r - 1 + off:
+                        break
+                    s = q @ np.swapaxes(K[..., j:j + block_k, :], -1, -2) / np.sqrt(dk)
+                    if causal:
+                        qpos = np.arange(i, i + r)[:, None] + off
+                        kpos = np.arange(j, j + s.shape[-1])[None, :]
+                        s = np.where(kpos <= qpos, s, -np.inf)
+                    mn = np.maximum(m, s.max(-1))
+                    sh = np.where(np.isfinite(mn), mn, 0.0)
+                    p = np.exp(s - sh[..., None])
+                    a = np.exp(m - sh)
+                    l = a * l + p.sum(-1)
+                    acc = a[..., None] * acc + p @ V[..., j:j + block_k, :]
+                    m = mn
+                out[..., i:i + r, :] = acc / np.where(l == 0, 1, l)[..., None]
+                with np.errstate(divide="ignore"):
+                    lse[..., i:i + r] = m + np.log(l)
+            return out, lse
+        """, says=("With `range(0, Tk, block_k)` in place of `range(0, Tk - block_k + 1, block_k)`",)),
 ]
 
 
@@ -355,7 +492,7 @@ CELLS = [
 def test_the_feedback_says_what_the_cell_does_and_nothing_it_does_not(cell):
     verdict = verdict_with(cell.exercise, textwrap.dedent(cell.source), public=cell.public)
     text = " ".join(verdict.messages)
-    assert not verdict.full_marks, text
+    assert verdict.full_marks == cell.full_marks, text
     for words in cell.says:
         assert words in text, (words, text)
     for words in cell.never:

@@ -97,6 +97,17 @@ def test_the_check_cell_warns_about_a_module_absent_while_graded(capsys):
     assert "course_lib.softmax" in out and "not available while the notebook is graded" in out
 
 
+def test_the_check_cell_passes_code_that_changes_its_input_and_says_so(capsys):
+    from autograder.check_cell import check
+
+    namespace = {"__name__": "__main__", "np": np}
+    exec("def softmax(z, axis=-1):\n    z -= z.max(axis=axis, keepdims=True)\n    np.exp(z, out=z)\n"
+         "    z /= z.sum(axis=axis, keepdims=True)\n    return z\n", namespace)
+    check("warmup.softmax", namespace)
+    out = capsys.readouterr().out
+    assert out.startswith("\u2714 softmax: all") and "But note: Your `softmax` changes its input `z` in place" in out
+
+
 def test_objects_are_not_numbers():
     class AlwaysEqual:
         def __eq__(self, other):

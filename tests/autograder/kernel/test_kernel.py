@@ -46,3 +46,41 @@ def test_a_graded_exercise_that_waits_stops_within_its_budget_on_the_clock(monke
     results = kernel.run_cases(scope, "f", None, [{"x": np.ones(3)}] * 3, budget=1.0)
     assert time.monotonic() - start < 5
     assert "waiting" in results[0] and results[-1].startswith("not run"), results
+
+
+def _changed(source, case):
+    scope = {"np": np}
+    exec(source, scope)
+    changed = []
+    results = kernel.run_cases(scope, "f", None, [case], changed=changed)
+    return results[0], changed[0]
+
+
+def test_inputs_changed_in_place_are_named_and_the_case_keeps_its_outputs():
+    case = {"x": np.arange(4.0), "p": {"W": np.ones((2, 2)), "b": np.zeros(2)}, "n": 3}
+    result, changed = _changed("def f(x, p, n):\n    x -= x.mean()\n    p['W'][0, 0] = 5\n    return x\n", case)
+    assert changed == ["x", "p"] and np.allclose(result[0], np.arange(4.0) - 1.5)
+    assert np.array_equal(case["x"], np.arange(4.0))  # the grader's own copy is untouched
+
+
+def test_an_input_put_back_up_to_rounding_is_not_changed():
+    # numerical_gradient's x[i] += eps; x[i] -= eps can come back one rounding off
+    source = "def f(x, p, n):\n    x += 1e-6\n    x -= 1e-6\n    return x.sum()\n"
+    case = {"x": np.random.default_rng(0).standard_normal(50), "p": {}, "n": 3}
+    _, changed = _changed(source, case)
+    assert changed == []
+    _, changed = _changed("def f(x, p, n):\n    return x * 2\n", case)
+    assert changed == []
+
+
+def test_a_long_case_over_its_memory_limit_reports_its_peak():
+    scope = {"np": np}
+    exec("def f(x):\n    big = np.ones((1000, 1000))\n    return x + big.sum()\n"
+         "def g(x):\n    return x + 1\n", scope)
+    case = [{"x": np.ones(3)}]
+    [over] = kernel.run_cases(scope, "f", None, case, memory=[1 << 20])
+    assert kernel.OVER_MEMORY in over and int(over[len(kernel.OVER_MEMORY):]) >= 8_000_000
+    [fine] = kernel.run_cases(scope, "g", None, case, memory=[1 << 20])
+    assert np.allclose(fine[0], 2)
+    [unbounded] = kernel.run_cases(scope, "f", None, case, memory=[None])
+    assert isinstance(unbounded, tuple)
