@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.judge.exercise import Exercise, Mistake
+from autograder.judge.exercise import Exercise, Mistake, any_of
 from autograder.judge.features import shape_features
 from autograder.kernel.calls import table_model
 from autograder.kernel.transport import as_outputs
@@ -51,6 +51,13 @@ def _merge_case(rng, n_words, n_letters, n_merges, first_id=FIRST_MERGE_ID):
     return {"words": words, "counts": counts, "n_merges": n_merges, "first_id": first_id}
 
 
+def _singles_case(rng):
+    """Every chunk one token long: no pair to merge at all, merges of shape (0, 2)."""
+    letters = rng.permutation(_letters(6))[:4]
+    return {"words": [np.array([t], dtype=np.int64) for t in letters], "counts": rng.integers(1, 7, size=4),
+            "n_merges": 3, "first_id": FIRST_MERGE_ID}
+
+
 def _runs_case(rng):
     """Odd runs ('aaa', 'baaa') weigh most: merging (a, a) from the left gives (X, a), from
     the right (a, X), and the next merges differ (the text's rule: left to right)."""
@@ -64,10 +71,10 @@ def _merge_cases(rng, hidden):
     if not hidden:
         return [_merge_case(rng, 6, 3, 4), _merge_case(rng, 10, 4, 6),
                 _merge_case(rng, 2, 2, 12, first_id=300),  # runs out of pairs: stops early
-                _runs_case(rng)]
+                _runs_case(rng), _singles_case(rng)]
     return [_merge_case(rng, 12, 3, 8), _merge_case(rng, 20, 5, 12),
             _merge_case(rng, 3, 2, 15, first_id=int(rng.integers(260, 400))),
-            _merge_case(rng, 8, 4, 1), _merge_case(rng, 15, 3, 10, first_id=1000)]
+            _merge_case(rng, 8, 4, 1), _merge_case(rng, 15, 3, 10, first_id=1000), _singles_case(rng)]
 
 
 def _as_dict(words, counts):
@@ -195,6 +202,8 @@ ENCODE_MISTAKES = (
 
 BPE_FEATURES = shape_features(**{
     "first_id other than 259": lambda c: c["first_id"] != FIRST_MERGE_ID,
+    "no pair at all (every chunk one token)":
+        lambda c: "words" in c and all(len(w) == 1 for w in c["words"]),
     "more merges asked than pairs left (stops early)":
         lambda c: "n_merges" in c and len(learn_merges(**c)) < c["n_merges"],
     "a byte never seen in training": lambda c: "ids" in c and (c["ids"] > BYTE_OFFSET + 127).any(),
@@ -236,6 +245,10 @@ SHIFT_MISTAKES = (
     Mistake("start and end ids hard-coded",
             "use the arguments bos and eos, not the numbers 1 and 2.",
             lambda target_ids, bos=1, eos=2: _shift_reference(target_ids)),
+    Mistake("shifted within the target's own length",
+            "both sequences are one longer than the target: tgt_in = [bos] + target reads the "
+            "last target token too, and tgt_out = target + [eos] ends with eos.",
+            lambda target_ids, bos=1, eos=2: (_ids(bos, np.asarray(target_ids)[:-1]), _ids(target_ids))),
 )
 SHIFT_FEATURES = shape_features(**{
     "an empty target": lambda c: len(c["target_ids"]) == 0,
@@ -396,6 +409,9 @@ EMBED_MISTAKES = (
     Mistake("positions scaled by sqrt(d_model) too",
             "only the token embedding is scaled: W_E[ids] * sqrt(d_model) + P[:T].",
             _embed_with(np.sqrt, scale_positions=True)),
+    Mistake("positions scaled instead of the token embedding",
+            "the factor sqrt(d_model) belongs to the token embedding: W_E[ids] * sqrt(d_model) + P[:T].",
+            lambda ids, W_E, P: W_E[ids] + P[:ids.shape[1]] * np.sqrt(W_E.shape[1])),
 )
 EMBED_FEATURES = shape_features(**{"a single position (T = 1)": lambda c: c["ids"].shape[1] == 1,
                                    "d_model = 2": lambda c: c["W_E"].shape[1] == 2})
@@ -497,16 +513,17 @@ def _decoder_reference(y, memory, p, n_heads, self_mask=None, cross_mask=None):
     return decoder_block(y, memory, p, n_heads, self_mask, cross_mask)
 
 
-def _decoder_wired(cross_q="h", cross_kv="memory", cross_first=False, norm3=True):
-    """Post-LN decoder with the cross-attention's inputs (or the sublayers' order) changed, or
-    its last norm left out."""
+def _decoder_wired(cross_q="h", cross_kv="memory", cross_first=False, norm3=True, cross_masked=True):
+    """Post-LN decoder with the cross-attention's inputs (or the sublayers' order, or its mask)
+    changed, or its last norm left out."""
     def wrong(y, memory, p, n_heads, self_mask=None, cross_mask=None):
         def self_attn(h):
             return _mha(h, h, p["self_attn"], n_heads, self_mask)
 
         def cross_attn(h):
             inputs = {"h": h, "memory": memory}
-            return _mha(inputs[cross_q], inputs[cross_kv], p["cross_attn"], n_heads, cross_mask)
+            return _mha(inputs[cross_q], inputs[cross_kv], p["cross_attn"], n_heads,
+                        cross_mask if cross_masked else None)
         first, second = (cross_attn, self_attn) if cross_first else (self_attn, cross_attn)
         h = _ln(y + first(y), p["norm1"])
         h = _ln(h + second(h), p["norm2"])
@@ -517,7 +534,9 @@ def _decoder_wired(cross_q="h", cross_kv="memory", cross_first=False, norm3=True
 DECODER_MISTAKES = (
     Mistake("cross-attention keys/values taken from the decoder",
             "in encoder-decoder attention the queries come from the decoder and the keys and "
-            "values from memory, the encoder's output.", _decoder_wired(cross_kv="h")),
+            "values from memory, the encoder's output.", _decoder_wired(cross_kv="h"),
+            detect=any_of(*(_decoder_wired(cross_kv="h", cross_masked=masked)  # the cross mask kept, or none
+                            for masked in (True, False)))),
     Mistake("cross-attention queries taken from the encoder",
             "the queries come from the decoder (one per target position); keys and values "
             "from memory.", _decoder_wired(cross_q="memory", cross_kv="h")),
@@ -658,21 +677,26 @@ DECODE_FEATURES = shape_features(**{
     "the finished output with the best raw score loses after length normalisation":
         lambda c: "beam_size" in c and c["alpha"] != 0 and _normalisation_decides(c),
     "a tie between finished outputs (the first finished wins)":
-        lambda c: "beam_size" in c and _finished_tie(c)})
+        lambda c: "beam_size" in c and _finished_tie(c),
+    "a tie between candidates at the beam's cut (the smaller (beam, token) is kept)":
+        lambda c: "beam_size" in c and _cut_tie(c)})
 
 
 def _beam_with(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0, *,
-               probabilities=False, stop_at_eos=True, extra_length=0, raw_score=False):
-    """``beam_search`` with a mistake: probabilities summed instead of log-probabilities, eos
-    not finishing a beam, bos counted in the length, the score returned before normalisation
-    (the reference is kept free of these switches, so that its mutants are the learner's).
+               probabilities=False, stop_at_eos=True, extra_length=0, raw_score=False, product=False):
+    """``beam_search`` with a mistake: probabilities summed instead of log-probabilities, or
+    multiplied (``product``: the same ranking while searching, another score to normalise),
+    eos not finishing a beam, bos counted in the length, the score returned before
+    normalisation (the reference is kept free of these switches, so that its mutants are the
+    learner's).
     """
     beams = np.full((1, 1), bos, dtype=np.int64)  # (B, t) live prefixes, best first
-    scores = np.zeros(1)  # (n,) their summed log-probabilities
+    scores = np.ones(1) if product else np.zeros(1)  # (n,) their summed log-probabilities
     finished = []  # (tokens after bos, score), in the order they finished
     for _ in range(max_len):
         logp = next_log_probs(beams)  # (B, vocab_size)
-        cand = (scores[:, None] + (np.exp(logp) if probabilities else logp)).ravel()  # (n*V,)
+        cand = (scores[:, None] * np.exp(logp) if product else
+                scores[:, None] + (np.exp(logp) if probabilities else logp)).ravel()  # (n*V,)
         kept = np.argsort(-cand, kind="stable")[:beam_size]  # best first; ties keep (beam, token)
         beam, token = np.divmod(kept, logp.shape[1])
         seqs = np.concatenate([beams[beam], token[:, None]], axis=1)  # (B, t+1)
@@ -690,13 +714,18 @@ def _beam_with(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0,
 _beam_reference = _on_table(beam_search)
 
 
-def _beam_end(logp, bos, eos, beam_size, max_len, **_):
+def _beam_end(logp, bos, eos, beam_size, max_len, cuts=None, **_):
     """The finished outputs and the live beams when the search on ``logp`` stops: two lists
-    of (tokens after bos, summed log-probability), in the reference's order."""
+    of (tokens after bos, summed log-probability), in the reference's order. ``cuts``: a list
+    to which each step appends whether two candidates tie at the cut (the last kept and the
+    first left out)."""
     beams, scores, finished = np.full((1, 1), bos, dtype=np.int64), np.zeros(1), []
     for step in range(max_len):
         cand = (scores[:, None] + logp[step, beams[:, -1]]).ravel()
         kept = np.argsort(-cand, kind="stable")[:beam_size]
+        if cuts is not None:
+            ranked = np.sort(cand)[::-1]
+            cuts.append(len(ranked) > beam_size and ranked[beam_size - 1] == ranked[beam_size])
         beam, token = np.divmod(kept, logp.shape[-1])
         seqs = np.concatenate([beams[beam], token[:, None]], axis=1)
         finished += list(zip(seqs[token == eos, 1:], cand[kept][token == eos]))
@@ -742,6 +771,28 @@ def _finished_tie(case):
     return len(best) > 1 and best[0] == best[1]
 
 
+def _cut_tie(case):
+    """Two candidates tie at a step's cut: the text's rule, the smaller (beam, token) is kept,
+    decides which goes on."""
+    cuts = []
+    _beam_end(**case, cuts=cuts)
+    return any(cuts)
+
+
+def _cut_tie_case(rng, V, max_len):
+    """A beam of one on a table whose first step offers two tokens a < b at log p -0.1 each
+    (every other token below -20); after a comes a, after b comes b, until eos at the end:
+    keeping b for a gives another output with the same score."""
+    bos, eos = 1, 2
+    logp = rng.uniform(-30.0, -20.0, size=(max_len + 1, V, V))
+    a, b = sorted(rng.choice([t for t in range(V) if t not in (bos, eos)], size=2, replace=False))
+    logp[0, bos, a] = logp[0, bos, b] = -0.1
+    for step in range(1, max_len - 1):
+        logp[step, a, a] = logp[step, b, b] = -0.2
+    logp[max_len - 1, a, eos] = logp[max_len - 1, b, eos] = -0.3
+    return {"logp": logp, "bos": bos, "eos": eos, "max_len": max_len, "beam_size": 1, "alpha": 1.0}
+
+
 def _tie_case(rng, V, max_len, beam_size=2):
     """A table on which eos right away (log p -1) and one token then eos (-0.5 - 0.5) tie
     exactly, with alpha = 0; every other continuation is far less likely (drawn below -20)."""
@@ -776,7 +827,7 @@ def _beam_cases(rng, hidden):
                 case(6, 5, how="first", beam_size=4),
                 _drawn_until(rng, mixed(6, 4, 3, 1.0, (-1.0, 1.0)), _live_beats_finished,
                              _normalisation_decides),
-                _tie_case(rng, 5, 4)]
+                _tie_case(rng, 5, 4), _cut_tie_case(rng, 6, 4)]
     return [case(8, 8, how="myopic", beam_size=4), case(6, 10, alpha=0.6),
             case(7, 5, how="never"), case(9, 7, bos=3, eos=0, beam_size=2, alpha=1.0),
             case(5, 6, how="myopic", beam_size=2, alpha=0.0), case(6, 9, beam_size=5),
@@ -784,7 +835,7 @@ def _beam_cases(rng, hidden):
             _drawn_until(rng, mixed(7, 5, 3, 0.8, (-0.5, 0.5)), _live_beats_finished,
                          _normalisation_decides),
             _drawn_until(rng, mixed(6, 5, 2, 1.0, (-1.0, 1.0)), _wider_differs),
-            _tie_case(rng, 6, 5)]
+            _tie_case(rng, 6, 5), _cut_tie_case(rng, 7, 5)]
 
 
 BEAM_MISTAKES = (
@@ -792,6 +843,11 @@ BEAM_MISTAKES = (
             "a sequence's score is the sum of the log-probabilities of its tokens (the log of "
             "the product of their probabilities), not the sum of the probabilities.",
             _on_table(_beam_with, probabilities=True)),
+    Mistake("beam scores as products of probabilities",
+            "keep each sequence's score as the sum of its tokens' log-probabilities: the product "
+            "of probabilities ranks the same while searching, but underflows on long outputs, "
+            "and the normalised score, sum / length ** alpha, is not that of a product.",
+            _on_table(_beam_with, product=True)),
     Mistake("no length normalisation", "compare finished sequences by score / length ** alpha "
             "(length counts the tokens after bos, eos included) and return that score.",
             _on_table(beam_search, alpha=0.0)),
@@ -818,9 +874,7 @@ HEADS_EQUIVALENT = {m: _FOUR_D for m in ("attention_forward: -2 -> 2", "merge_he
                                           "merge_heads: -2 -> 2 #2", "split_heads: -2 -> 2")}
 _PY_INTS = "numpy makes an int64 array of a list of Python ints without dtype= too; only an empty list "
 EQUIVALENT = {
-    "bpe_merges": {"_as_dict: int(c) -> c": _NP_INT, "_as_dict: int(t) -> t": _NP_INT,
-                   "_as_merges: np.array(pairs, dtype=np.int64) -> np.array(pairs)":
-                       _PY_INTS + "would differ, and every case learns at least one merge"},
+    "bpe_merges": {"_as_dict: int(c) -> c": _NP_INT, "_as_dict: int(t) -> t": _NP_INT},
     "bpe_encode": {"bpe_encode: int(t) -> t": _NP_INT,
                    "bpe_encode: np.array(word, dtype=np.int64) -> np.array(word)":
                        _PY_INTS + "would differ, and every case has at least one id"},

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.judge.exercise import Exercise, Mistake
+from autograder.judge.exercise import Exercise, Mistake, any_of
 from autograder.judge.features import shape_features
 from course_lib.flash.reference import (FlashCache, finite_shift, flash_backward, flash_forward,
                                        online_softmax_stats)
@@ -26,19 +26,6 @@ FORBIDDEN = ("course_lib.flash", "course_lib.attention", "torch")  # torch would
 
 def _swapT(x):
     return np.swapaxes(x, -1, -2)
-
-
-def _any_of(*models):
-    """A detector that recognises the outputs of any of ``models`` (variants of one bug)."""
-    def detect(case, got, want):
-        for model in models:
-            wrong = model(**case)
-            if len(wrong) == len(got) and all(
-                    g.shape == w.shape and np.allclose(g, w, rtol=1e-5, atol=1e-7, equal_nan=True)
-                    for g, w in zip(got, map(np.asarray, wrong))):
-                return True
-        return False
-    return detect
 
 
 # ============================================================================ online softmax
@@ -85,6 +72,15 @@ def _scores(rng, shape, ramp=3.0):
     return rng.standard_normal(shape) * 2.0 + np.linspace(0.0, ramp, shape[-1])
 
 
+def _jump(rng, shape, block_k, at=1):
+    """Scores whose later blocks, from block ``at`` on, lie 1000 above the earlier ones: the
+    factor exp(m_old - m_new) underflows to 0, while exp(x - m_old) of the new block would
+    overflow (exp(1000) is inf): code must exponentiate against the new maximum."""
+    s = _scores(rng, shape)
+    s[..., at * block_k:] += 1000.0
+    return {"s": s, "block_k": block_k}
+
+
 def _with_neg_inf(rng, rows, n, block_k):
     """Rows: -inf everywhere; -inf over the first block; scattered -inf; none."""
     s = _scores(rng, (rows, n))
@@ -101,14 +97,16 @@ def _stats_cases(rng, hidden):
                 {"s": _with_neg_inf(rng, 4, 9, 3), "block_k": 3},
                 {"s": 1000.0 + 50.0 * rng.standard_normal((2, 12)), "block_k": 5},
                 {"s": _scores(rng, (2, 5)), "block_k": 8},
-                {"s": _scores(rng, (2, 6)), "block_k": 1}]
+                {"s": _scores(rng, (2, 6)), "block_k": 1},
+                _jump(rng, (2, 8), 2, at=2)]
     return [{"s": _scores(rng, (4, 13)), "block_k": 4},
             {"s": _scores(rng, (2, 1, 3, 9)), "block_k": 3},  # lead (2, 1, 3): s.shape[:-3]
             # would broadcast wrongly or fail, so only the leading axes s.shape[:-1] pass
             {"s": _with_neg_inf(rng, 3, 10, 4), "block_k": 4},
             {"s": -1000.0 + 80.0 * rng.standard_normal((3, 11)), "block_k": 3},
             {"s": _scores(rng, (3, 4)), "block_k": 6},
-            {"s": _scores(rng, (2, 7)), "block_k": 1}]
+            {"s": _scores(rng, (2, 7)), "block_k": 1},
+            _jump(rng, (3, 9), 3)]
 
 
 STATS_FEATURES = shape_features(**{
@@ -117,6 +115,9 @@ STATS_FEATURES = shape_features(**{
     "a single block (block_k >= n)": lambda c: c["block_k"] >= c["s"].shape[-1],
     "block_k = 1": lambda c: c["block_k"] == 1,
     "a row that is -inf everywhere": lambda c: np.isneginf(c["s"]).all(axis=-1).any(),
+    "a later block 1000 above the first (exp(1000) overflows)":
+        lambda c: c["s"].shape[-1] > c["block_k"] and np.isfinite(c["s"]).all() and bool(
+            (c["s"][..., c["block_k"]:].max(-1) - c["s"][..., :c["block_k"]].max(-1) > 700).all()),
     "a row whose first block is all -inf": lambda c: np.isneginf(
         c["s"][..., :c["block_k"]]).all(axis=-1).any()})
 
@@ -383,7 +384,7 @@ FORWARD_MISTAKES = (
     Mistake("log-sum-exp saved before the last block",
             "lse = m + log(l) must use m and l after the last key block: compute it after "
             "the loop.", _forward_with(lse_early=-np.inf),
-            detect=_any_of(*(_forward_with(lse_early=v) for v in (-np.inf, 0.0)))),
+            detect=any_of(*(_forward_with(lse_early=v) for v in (-np.inf, 0.0)))),
     Mistake("log-sum-exp saved as log(l), without the maximum",
             "l sums exp(s_j - m), so log(sum_j exp(s_j)) = m + log(l).",
             _forward_with(lse_without_max=True)),
@@ -399,7 +400,7 @@ FORWARD_MISTAKES = (
             "a query that sees no key has m = -inf and l = 0: exponentiate against 0 where "
             "m_new is -inf, divide by 1 where l is 0, so that it gets out = 0 and lse = -inf.",
             _forward_with(guard_max=False, guard_l=False),
-            detect=_any_of(*(_forward_with(guard_max=g_max, guard_l=g_l)
+            detect=any_of(*(_forward_with(guard_max=g_max, guard_l=g_l)
                              for g_max, g_l in ((False, False), (False, True), (True, False))))),
 )
 
@@ -545,7 +546,7 @@ BACKWARD_MISTAKES = (
             "a tile's weights are A = exp(S - lse), with lse saved by the forward for the "
             "whole row; a softmax over one tile normalises over the wrong keys.",
             _backward_with(tile_softmax="guarded"),
-            detect=_any_of(*(_backward_with(tile_softmax=v) for v in ("guarded", "plain")))),
+            detect=any_of(*(_backward_with(tile_softmax=v) for v in ("guarded", "plain")))),
     Mistake("causal mask missing in the recomputed weights",
             "the tiles on the diagonal hold future keys too: set their scores to -inf "
             "before exp(S - lse), as in the forward.", _backward_with(mask=False)),
@@ -553,7 +554,7 @@ BACKWARD_MISTAKES = (
             "the scores are Q K^T / sqrt(d_k), so dQ = dS K / sqrt(d_k) and "
             "dK = dS^T Q / sqrt(d_k), one factor each. If you scaled Q (or dS) already, do "
             "not multiply by the scale again.", _backward_with(scale_twice="dK"),
-            detect=_any_of(_backward_with(scale_twice="dK"), _backward_with(scale_twice="both"))),
+            detect=any_of(_backward_with(scale_twice="dK"), _backward_with(scale_twice="both"))),
     Mistake("dQ and dK not scaled",
             "the scores are divided by sqrt(d_k), so dQ and dK are too.",
             _backward_with(scaled=False)),
@@ -570,7 +571,7 @@ BACKWARD_MISTAKES = (
     Mistake("causal mask aligned top-left instead of bottom-right",
             "the backward masks the tiles as the forward does: with T_q ≠ T_k query i sits at "
             "position i + T_k - T_q and sees keys j <= i + T_k - T_q.", _backward_with(top_left=True),
-            detect=_any_of(_backward_with(top_left=True), _backward_with(top_left="mask"))),
+            detect=any_of(_backward_with(top_left=True), _backward_with(top_left="mask"))),
     Mistake("a query with no key gives NaN",
             "a query that sees no key has lse = -inf, and exp(-inf - (-inf)) is NaN: use "
             "lse = +inf there (its weights are then exp(S - inf) = 0).",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.judge.exercise import Exercise, Mistake
+from autograder.judge.exercise import Exercise, Mistake, any_of
 from autograder.judge.features import shape_features
 from course_lib.attention import attention_forward, causal_mask, merge_heads, mha_forward, split_heads
 from course_lib.layernorm import ffn_forward, layernorm_forward
@@ -57,21 +57,25 @@ def _block_cases(rng, hidden):
             _block_case(rng, 2, 7, 4, 2)]
 
 
-def _wired_block(mask="causal", order="pre", residual=True, norm2="norm2"):
-    """A GPT block with its mask, norm order, residual paths or second norm changed."""
+def _wired_block(mask="causal", order="pre", residual=True, norm1="norm1", norm2="norm2", scale=None):
+    """A GPT block with its mask, norm order, residual paths or norms changed, or its scores
+    divided by ``scale(d_model, d_k)`` instead of sqrt(d_k) (W_q scaled to undo the right one)."""
     def wrong(x, p, n_heads):
-        T = x.shape[-2]
+        T, d = x.shape[-2], x.shape[-1]
         m = {"causal": causal_mask(T), "none": None, "future": ~causal_mask(T)}[mask]
+        W_q, *rest = p["attn"]
+        if scale is not None:
+            W_q = W_q * np.sqrt(d // n_heads) / scale(d, d // n_heads)
 
         def attn(h):
-            return mha_forward(h, h, *p["attn"], n_heads, m)[0]
+            return mha_forward(h, h, W_q, *rest, n_heads, m)[0]
 
         def ffn(h):
             return ffn_forward(h, *p["ffn"])[0]
         if order == "post":
             h = _ln(x + attn(x), p["norm1"])
             return _ln(h + ffn(h), p[norm2])
-        h = (x if residual else 0.0) + attn(_ln(x, p["norm1"]))
+        h = (x if residual else 0.0) + attn(_ln(x, p[norm1]))
         return (h if residual else 0.0) + ffn(_ln(h, p[norm2]))
     return wrong
 
@@ -81,7 +85,9 @@ BLOCK_MISTAKES = (
             "causal_mask(T) (True where key j <= query i) to the attention.",
             _wired_block(mask="none")),
     Mistake("causal mask inverted (each position sees only later tokens)",
-            "True in the mask means 'may attend': query i sees keys 0..i, a lower triangle.",
+            "True in the mask means 'may attend': query i sees keys 0..i, a lower triangle. (An "
+            "additive mask of 0 and -inf reads the other way round here: 0 is False, -inf is "
+            "True; pass the boolean causal_mask(T).)",
             _wired_block(mask="future")),
     Mistake("block in Post-LN order", "a GPT block is Pre-LN: h = x + MHA(LN_1(x)), "
             "out = h + FFN(LN_2(h)); the norm comes before each sublayer.",
@@ -90,6 +96,13 @@ BLOCK_MISTAKES = (
             "h = x + MHA(LN_1(x)), out = h + FFN(LN_2(h)).", _wired_block(residual=False)),
     Mistake("the first layer norm used twice", "the FFN has its own norm: LN_2 = p['norm2'].",
             _wired_block(norm2="norm1")),
+    Mistake("the two layer norms swapped", "LN_1 = p['norm1'] comes before the attention, "
+            "LN_2 = p['norm2'] before the FFN.", _wired_block(norm1="norm2", norm2="norm1")),
+    Mistake("attention scores not scaled", "divide Q K^T by sqrt(d_k) before the softmax, "
+            "d_k = d_model / n_heads.", _wired_block(scale=lambda d, d_k: 1.0)),
+    Mistake("scores scaled by sqrt(d_model) instead of sqrt(d_k)", "each head's scores are "
+            "divided by the square root of its own width, d_k = d_model / n_heads.",
+            _wired_block(scale=lambda d, d_k: np.sqrt(d))),
 )
 
 BLOCK_FEATURES = shape_features(**{
@@ -284,10 +297,9 @@ def _after_softmax(logits, temperature=1.0, top_k=None, top_p=None):
 PROBS_MISTAKES = (
     Mistake("temperature applied after softmax", "divide the logits by the temperature, "
             "then take the softmax: softmax(logits / T).", _probs_with(after_softmax=True),
-            detect=lambda case, got, want: any(  # divided before or after top-k and top-p
-                np.allclose(got[0], wrong(**case), equal_nan=True)
-                for wrong in (_probs_with(after_softmax=True), _after_softmax))),
-    Mistake("temperature ignored", "the die is softmax(logits / temperature).",
+            detect=any_of(_probs_with(after_softmax=True), _after_softmax)),  # before or after the cuts
+    Mistake("temperature ignored", "the die is softmax(logits / temperature). (Dividing the "
+            "probabilities by it and renormalising cancels it: divide the logits.)",
             _probs_with(tempered=False)),
     Mistake("top-p measured before the top-k cut", "apply top-k first and renormalise; top-p "
             "then adds up the renormalised probabilities.", _probs_with(p_before_k=True)),
@@ -299,10 +311,7 @@ PROBS_MISTAKES = (
             "keep the fewest likeliest tokens whose probabilities add up to at least top_p: "
             "the token whose probability takes the sum past top_p is kept.",
             wrong=_probs_with(keep_crossing=False, keep_first=False),
-            detect=lambda case, got, want: any(
-                np.allclose(got[0], die_with(**case, keep_crossing=False, keep_first=first),
-                            equal_nan=True)
-                for first in (True, False))),
+            detect=any_of(*(_probs_with(keep_crossing=False, keep_first=first) for first in (True, False)))),
     Mistake("top-p on the least likely tokens", "sort from the likeliest token down before "
             "adding up probabilities.", _probs_with(ascending=True)),
     Mistake("kept probabilities not renormalised", "after dropping tokens, divide what is "
@@ -356,7 +365,7 @@ PROBS_EQUIVALENT = {
 # ============================================================================ the KV cache
 def stepped(idx, params, n_heads, *, whole_prefix=False, fixed_position=False,
             mask_first_key=False, attend_before_append=False, shared_cache=False, final_norm=True,
-            no_cache=False):
+            no_cache=False, kv_from_x=False):
     """What a KV-cached step returns for every position of idx (B, T): logits (B, T, vocab_size).
 
     The right step equals ``gpt_forward``: for the new token at position t, its keys and
@@ -381,11 +390,14 @@ def stepped(idx, params, n_heads, *, whole_prefix=False, fixed_position=False,
                 hp = _ln(prefix, p["norm1"])
                 new_k, new_v = split_heads(hp @ W_k, n_heads), split_heads(hp @ W_v, n_heads)
             else:
-                new_k, new_v = split_heads(h @ W_k, n_heads), split_heads(h @ W_v, n_heads)
+                src = x if kv_from_x else h  # the keys and values of the normed input, as the query's
+                new_k, new_v = split_heads(src @ W_k, n_heads), split_heads(src @ W_v, n_heads)
             if no_cache:  # the cache never kept: the new token sees itself alone
                 ks.clear(), vs.clear()
             if attend_before_append and ks:
                 K, V = np.concatenate(ks, axis=-2), np.concatenate(vs, axis=-2)
+            elif attend_before_append == "itself first":  # the first step sees its own key
+                K, V = new_k, new_v
             elif attend_before_append:
                 K = V = None
             ks.append(new_k)
@@ -430,7 +442,12 @@ STEP_MISTAKES = (
             "the new token's query may see every cached key (none is in its future): row 0 "
             "of a causal mask lets it see only the first.", _stepped_with(mask_first_key=True)),
     Mistake("cache updated after attending", "append the new token's key and value before "
-            "its query attends: a token sees itself.", _stepped_with(attend_before_append=True)),
+            "its query attends: a token sees itself.", _stepped_with(attend_before_append=True),
+            detect=any_of(*(_stepped_with(attend_before_append=how)  # the first step: its own key, or none
+                            for how in (True, "itself first")))),
+    Mistake("keys and values from the block's input instead of LN_1(x)",
+            "the new token's query, key and value all come from the same normed input "
+            "h = LN_1(x): k = h W_k, v = h W_v.", _stepped_with(kv_from_x=True)),
     Mistake("one cache shared by all blocks", "each block keeps its own keys and values "
             "(e.g. cache[layer]); one list for all mixes the layers' keys.",
             _stepped_with(shared_cache=True)),

@@ -50,6 +50,24 @@ class Mistake:
         return f"Looks like {self.name}: {self.hint}"
 
 
+def any_of(*models: Callable[..., Any]) -> Callable[[Case, "Outputs", "Outputs"], bool]:
+    """A ``Mistake.detect`` that recognises the outputs of any of ``models``: variants of one
+    bug (with a mask and without, before or after a cut). A model that raises on a case does
+    not match there."""
+    def detect(case, got, want):
+        for model in models:
+            try:
+                wrong = as_outputs(model(**copy.deepcopy(case)))
+            except Exception:
+                continue
+            if len(wrong) == len(got) and all(
+                    g.shape == w.shape and np.allclose(g, w, rtol=1e-5, atol=1e-7, equal_nan=True)
+                    for g, w in zip(got, wrong)):
+                return True
+        return False
+    return detect
+
+
 @dataclass(frozen=True, kw_only=True)
 class Exercise:
     """One graded function.

@@ -401,7 +401,8 @@ def _added_terms(tree, nodes, index, params, variables, parents):
     """A variable added as a term or a factor (``g`` -> ``g * i``, ``var`` -> ``var + eps``), or
     as a power (``n`` -> ``n ** alpha``, parameters only), to a name, a call or an item; a
     variable multiplied into the value of an assignment or a return. Never a factor that the
-    expression already holds: ``omega * np.outer(t, omega)`` squares omega, a fix that hides the
+    expression or the product around it already holds: ``omega * np.outer(t, omega)`` or
+    ``t[:, None] * omega`` -> ``t[:, None] * omega * omega`` squares omega, a fix that hides the
     line where omega went wrong. The new nodes share the old ones (``compile_changed`` copies
     them)."""
     in_signature = {id(n) for n in ast.walk(tree.args)}
@@ -435,7 +436,11 @@ def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
     comparison changed, brackets moved or added either way, two items of a tuple swapped, a
     string key or a constant index changed for another, an expression replaced by the
     variable that holds it, a slice dropped, an assignment dropped (a line too many), a line
-    moved into a loop or before it."""
+    moved into a loop or before it; and slips of a learner's own code: an elementwise numpy
+    call dropped (``np.tanh(h)`` where h is tanh already), a small float constant made 0 (a
+    leak), a condition negated, a ``range`` stop ``T - step + 1`` made ``T`` (the last, shorter
+    block), a subscript that only adds axes dropped, an axis given to ``np.split`` and kin, and
+    ``[0]`` after a call of one's own function (the first of the tuple it returns)."""
     sites = []
     in_signature = {id(n) for n in ast.walk(tree.args)}
     parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}

@@ -1,8 +1,9 @@
 """Whole solution cells written in a learner's own style, each once told something wrong.
 
 An audit wrote about 240 such cells for notebooks 00-07 (loops, their own names, einsum, two
-mistakes at once); these are the ones whose feedback named a mistake the code does not make,
-or said nothing where a listed mistake applies. Each is graded once (``solution_cells.
+mistakes at once), and a second one about 260 more; these are the ones whose feedback named a
+mistake the code does not make, or said nothing where a listed mistake or a one-edit fix
+applies, or gave full marks to code that changes its inputs or misses a rule the text states. Each is graded once (``solution_cells.
 verdict_with``, on the graded cases, or the check cell's public ones where that is where it
 went wrong) and held to what a right diagnosis must say and what it must not.
 """
@@ -485,6 +486,169 @@ CELLS = [
                     lse[..., i:i + r] = m + np.log(l)
             return out, lse
         """, says=("With `range(0, Tk, block_k)` in place of `range(0, Tk - block_k + 1, block_k)`",)),
+    Cell('encdec.bpe_merges', 'empty merges as np.array([]): shape (0,), float', """
+        def merge_pair(word, pair, new_id):
+            '''Given: word (a sequence of ids) -> list of ids, with every occurrence of pair, scanned
+            left to right, replaced by new_id.'''
+            out, i = [], 0
+            while i < len(word):
+                if i + 1 < len(word) and word[i] == pair[0] and word[i + 1] == pair[1]:
+                    out.append(new_id)
+                    i += 2
+                else:
+                    out.append(word[i])
+                    i += 1
+            return out
+
+
+        def learn_merges(words, counts, n_merges, first_id=259):
+            words = [list(w) for w in words]
+            merges = []
+            for i in range(n_merges):
+                pair_count = {}
+                for word, n in zip(words, counts):
+                    for pair in zip(word, word[1:]):
+                        pair_count[pair] = pair_count.get(pair, 0) + n
+                if pair_count:
+                    best = min(pair_count, key=lambda pair: (-pair_count[pair], pair))
+                    merges.append(list(best))
+                    words = [merge_pair(word, best, first_id + i) for word in words]
+            return np.array(merges)
+        """, says=('no pair at all',)),
+    Cell('encdec.shift_right', "shifted within the target's own length", """
+        def decoder_input_and_target(target_ids, bos=1, eos=2):
+            y = np.asarray(target_ids)
+            tgt_in = np.concatenate([[bos], y[:-1]])
+            tgt_out = y.copy()
+            return tgt_in, tgt_out
+        """, says=("shifted within the target's own length",)),
+    Cell('encdec.decoder_block', 'cross-attention from the decoder, no mask', """
+        def decoder_block(y, memory, p, n_heads, self_mask=None, cross_mask=None):
+            sa = mha_forward(y, y, *p["self_attn"], n_heads, self_mask)[0]
+            y = layernorm_forward(y + sa, *p["norm1"])[0]
+            ca = mha_forward(y, y, *p["cross_attn"], n_heads)[0]
+            y = layernorm_forward(y + ca, *p["norm2"])[0]
+            return layernorm_forward(y + ffn_forward(y, *p["ffn"])[0], *p["norm3"])[0]
+        """, says=('cross-attention keys/values taken from the decoder',)),
+    Cell('encdec.beam_search', 'probabilities multiplied', """
+        def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
+            beams, probs = np.full((1, 1), bos, dtype=np.int64), np.ones(1)
+            finished = []
+            for _ in range(max_len):
+                cand = (probs[:, None] * np.exp(next_log_probs(beams))).ravel()
+                V = cand.size // len(beams)
+                kept = np.argsort(-cand, kind="stable")[:beam_size]
+                seqs = np.concatenate([beams[kept // V], (kept % V)[:, None]], axis=1)
+                done = kept % V == eos
+                finished += list(zip(seqs[done, 1:], cand[kept][done]))
+                beams, probs = seqs[~done], cand[kept][~done]
+                if len(beams) == 0:
+                    break
+            pool = finished or list(zip(beams[:, 1:], probs))
+            normalised = [p / len(t) ** alpha for t, p in pool]
+            best = int(np.argmax(normalised))
+            return pool[best][0], float(normalised[best])
+        """, says=('products of probabilities',)),
+    Cell('encdec.beam_search', 'candidate ties to the largest (beam, token)', """
+        def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
+            live = [((bos,), 0.0)]
+            finished = []
+            for _ in range(max_len):
+                logp = next_log_probs(np.array([list(s) for s, _ in live]))
+                cands = []
+                for i, (seq, sc) in enumerate(live):
+                    for j in range(logp.shape[1]):
+                        cands.append((sc + logp[i, j], i, j))
+                cands.sort(reverse=True)
+                live_next = []
+                for sc, i, j in cands[:beam_size]:
+                    seq = live[i][0] + (j,)
+                    (finished if j == eos else live_next).append((seq, sc))
+                live = live_next
+                if not live:
+                    break
+            pool = finished or live
+            normed = [sc / (len(seq) - 1) ** alpha for seq, sc in pool]
+            k = int(np.argmax(normed))
+            return np.array(pool[k][0][1:], dtype=np.int64), float(normed[k])
+        """, says=("a tie between candidates at the beam's cut",)),
+    Cell('gpt.block', 'own attention, scores not scaled', """
+        def gpt_block(x, p, n_heads):
+            B, T, d = x.shape
+            W_q, W_k, W_v, W_o = p["attn"]
+            h = layernorm_forward(x, *p["norm1"])[0]
+            heads = lambda m: m.reshape(B, T, n_heads, d // n_heads).transpose(0, 2, 1, 3)
+            q, k, v = heads(h @ W_q), heads(h @ W_k), heads(h @ W_v)
+            s = np.einsum("bhid,bhjd->bhij", q, k)
+            s = np.where(np.tril(np.ones((T, T), bool)), s, -np.inf)
+            w = np.exp(s - s.max(-1, keepdims=True)); w /= w.sum(-1, keepdims=True)
+            o = np.einsum("bhij,bhjd->bhid", w, v).transpose(0, 2, 1, 3).reshape(B, T, d)
+            x = x + o @ W_o
+            return x + ffn_forward(layernorm_forward(x, *p["norm2"])[0], *p["ffn"])[0]
+        """, says=('attention scores not scaled',)),
+    Cell('gpt.kv_step', 'keys and values from x', """
+        def gpt_step(token, pos, cache, params, n_heads):
+            x = params["W_E"][token][:, None, :] + params["W_P"][pos]
+            for layer, p in enumerate(params["blocks"]):
+                W_q, W_k, W_v, W_o = p["attn"]
+                h = layernorm_forward(x, *p["norm1"])[0]
+                k, v = split_heads(x @ W_k, n_heads), split_heads(x @ W_v, n_heads)
+                if layer in cache:
+                    k = np.concatenate([cache[layer][0], k], axis=2)
+                    v = np.concatenate([cache[layer][1], v], axis=2)
+                cache[layer] = (k, v)
+                x = x + merge_heads(attention_forward(split_heads(h @ W_q, n_heads), k, v)[0]) @ W_o
+                x = x + ffn_forward(layernorm_forward(x, *p["norm2"])[0], *p["ffn"])[0]
+            x = layernorm_forward(x, *params["norm_f"])[0]
+            return (x @ params["W_E"].T)[:, 0]
+        """, says=("keys and values from the block's input",)),
+    Cell('gpt.kv_step', 'attends to the old cache, its own key only at the first step', """
+        def gpt_step(token, pos, cache, params, n_heads):
+            x = params["W_E"][token][:, None, :] + params["W_P"][pos]
+            for layer, p in enumerate(params["blocks"]):
+                W_q, W_k, W_v, W_o = p["attn"]
+                h = layernorm_forward(x, *p["norm1"])[0]
+                q = split_heads(h @ W_q, n_heads)
+                k, v = split_heads(h @ W_k, n_heads), split_heads(h @ W_v, n_heads)
+                if layer not in cache:
+                    cache[layer] = (k, v)
+                K, V = cache[layer]
+                att = attention_forward(q, K, V)[0]
+                cache[layer] = (np.concatenate([K, k], axis=2), np.concatenate([V, v], axis=2)) if pos > 0 else (K, V)
+                x = x + merge_heads(att) @ W_o
+                x = x + ffn_forward(layernorm_forward(x, *p["norm2"])[0], *p["ffn"])[0]
+            x = layernorm_forward(x, *params["norm_f"])[0]
+            return (x @ params["W_E"].T)[:, 0]
+        """, says=('cache updated after attending',)),
+    Cell('flash.online_softmax', 'each block exponentiated against the old maximum', """
+        def online_softmax_stats(s, block_k):
+            m = np.full(s.shape[:-1], -np.inf)
+            l = np.zeros(s.shape[:-1])
+            out_m, out_l = [], []
+            for j in range(0, s.shape[-1], block_k):
+                x = s[..., j:j + block_k]
+                bm = x.max(axis=-1)
+                m_new = np.maximum(m, bm)
+                ref = np.where(np.isfinite(m), m, bm)
+                ref = np.where(np.isfinite(ref), ref, 0.0)
+                l = (l + np.exp(x - ref[..., None]).sum(-1)) * np.exp(ref - np.where(np.isfinite(m_new), m_new, 0.0))
+                m = m_new
+                out_m.append(m); out_l.append(l)
+            return np.stack(out_m, -1), np.stack(out_l, -1)
+        """, says=('a later block 1000 above the first',)),
+    Cell('encdec.embed', 'the positions scaled', """
+        def embed(ids, W_E, P):
+            T = ids.shape[1]
+            return W_E[ids] + P[:T] * np.sqrt(W_E.shape[1])
+        """, says=('positions scaled instead of the token embedding',)),
+    Cell('gpt.block', 'LN_1 and LN_2 swapped', """
+        def gpt_block(x, p, n_heads):
+            mask = causal_mask(x.shape[1])
+            h = layernorm_forward(x, *p["norm2"])[0]
+            x = x + mha_forward(h, h, *p["attn"], n_heads, mask)[0]
+            h = layernorm_forward(x, *p["norm1"])[0]
+            return x + ffn_forward(h, *p["ffn"])[0]
+        """, says=('the two layer norms swapped',)),
 ]
 
 
