@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.judge.exercise import Exercise, Mistake, any_of
+from autograder.judge.exercise import Exercise, Mistake, any_of, switchable
 from autograder.judge.features import shape_features
 from autograder.kernel.calls import table_model
 from autograder.kernel.transport import as_outputs
@@ -387,6 +387,7 @@ def embed(ids, W_E, P):
     return W_E[ids] * np.sqrt(W_E.shape[1]) + P[:ids.shape[1]]
 
 
+@switchable
 def _embed_with(scale, positions=True, scale_positions=False):
     def wrong(ids, W_E, P):
         x = W_E[ids] + (P[:ids.shape[1]] if scale_positions else 0.0)
@@ -463,6 +464,7 @@ def _encoder_reference(x, p, n_heads, mask=None):
     return encoder_block(x, p, n_heads, mask)
 
 
+@switchable
 def _encoder_wired(residual=True, skip_from_input=False):
     """Post-LN encoder with the residual paths changed."""
     def wrong(x, p, n_heads, mask=None):
@@ -513,6 +515,7 @@ def _decoder_reference(y, memory, p, n_heads, self_mask=None, cross_mask=None):
     return decoder_block(y, memory, p, n_heads, self_mask, cross_mask)
 
 
+@switchable
 def _decoder_wired(cross_q="h", cross_kv="memory", cross_first=False, norm3=True, cross_masked=True):
     """Post-LN decoder with the cross-attention's inputs (or the sublayers' order, or its mask)
     changed, or its last norm left out."""
@@ -641,6 +644,7 @@ def _greedy_with(next_log_probs, bos=1, eos=2, max_len=10, *, stop_at_eos=True,
     return np.array(tokens if keep_bos else tokens[1:], dtype=np.int64)
 
 
+@switchable
 def _on_table(decode, **changed):
     """A decoder on ``table_model(logp)``, with some of its keyword arguments overridden."""
     return lambda logp, **kw: decode(table_model(logp), **{**kw, **changed})

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.judge.exercise import Exercise, Mistake, any_of
+from autograder.judge.exercise import Exercise, Mistake, any_of, switchable
 from autograder.judge.features import shape_features
 from course_lib.flash.reference import (FlashCache, finite_shift, flash_backward, flash_forward,
                                        online_softmax_stats)
@@ -357,6 +357,7 @@ def _tile_dims(c):
             "d_v": c["V"].shape[-1], "block_q": c["block_q"], "block_k": c["block_k"]}
 
 
+@switchable
 def _forward_with(**switches):
     def wrong(Q, K, V, causal, block_q, block_k):
         return tiled_forward(Q, K, V, causal, block_q, block_k, **switches)
@@ -528,6 +529,7 @@ def _backward_cases(rng, hidden):
     return [_backward_case(rng, *shape) for shape in (HIDDEN_SHAPES if hidden else PUBLIC_SHAPES)]
 
 
+@switchable
 def _backward_with(**switches):
     def wrong(dout, Q, K, V, out, lse, causal, block_q, block_k):
         return tiled_backward(dout, Q, K, V, out, lse, causal, block_q, block_k, **switches)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.judge.exercise import Exercise, Mistake, any_of
+from autograder.judge.exercise import Exercise, Mistake, any_of, switchable
 from autograder.judge.features import shape_features
 from course_lib.attention import attention_forward, causal_mask, merge_heads, mha_forward, split_heads
 from course_lib.layernorm import ffn_forward, layernorm_forward
@@ -57,6 +57,7 @@ def _block_cases(rng, hidden):
             _block_case(rng, 2, 7, 4, 2)]
 
 
+@switchable
 def _wired_block(mask="causal", order="pre", residual=True, norm1="norm1", norm2="norm2", scale=None):
     """A GPT block with its mask, norm order, residual paths or norms changed, or its scores
     divided by ``scale(d_model, d_k)`` instead of sqrt(d_k) (W_q scaled to undo the right one)."""
@@ -149,6 +150,7 @@ def _forward_cases(rng, hidden):
             _forward_case(rng, 1, 6, 11, 8, 4, 1), _forward_case(rng, 2, 4, 5, 4, 1, 2, block_size=4)]
 
 
+@switchable
 def _forward_with(positions=True, scale=False, final_norm=True, probs=False, offset=0):
     def wrong(idx, params, n_heads):
         T, (_, d) = idx.shape[-1], params["W_E"].shape
@@ -284,6 +286,7 @@ def _probs_cases(rng, hidden):
             _probs_case(rng, 1, 8, temperature=1.3, top_k=2), _probs_case(rng, 2, 5, top_k=1)]
 
 
+@switchable
 def _probs_with(**mistake):
     return lambda logits, temperature=1.0, top_k=None, top_p=None: die_with(
         logits, temperature, top_k, top_p, **mistake)
@@ -427,6 +430,7 @@ def _step_cases(rng, hidden):
             _forward_case(rng, 1, 6, 11, 8, 4, 1), _forward_case(rng, 2, 4, 5, 4, 1, 2, block_size=4)]
 
 
+@switchable
 def _stepped_with(**mistake):
     return lambda idx, params, n_heads: stepped(idx, params, n_heads, **mistake)
 

@@ -15,6 +15,7 @@ submission, so no table of answers prepared in advance fits them.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import hmac
 import json
@@ -48,6 +49,27 @@ class Mistake:
 
     def message(self) -> str:
         return f"Looks like {self.name}: {self.hint}"
+
+
+def switchable(factory: Callable[..., Callable]) -> Callable[..., Callable]:
+    """Marks ``factory(*fixed, **switches) -> wrong``, a model of mistakes whose keyword
+    switches each turn one on: every ``wrong`` it makes remembers how, so that the judge can
+    turn on the switches of two listed mistakes at once (``verdict.identify_pair``)."""
+    @functools.wraps(factory)
+    def make(*fixed, **switches):
+        wrong = factory(*fixed, **switches)
+        wrong.switched = (factory, fixed, switches)
+        return wrong
+    return make
+
+
+def both(first: Callable, second: Callable) -> Callable | None:
+    """The model of two mistakes made at once: one ``switchable`` factory with the switches of
+    both, or None when they come from different models or set the same switch."""
+    a, b = getattr(first, "switched", None), getattr(second, "switched", None)
+    if a is None or b is None or a[0] is not b[0] or a[1] != b[1] or set(a[2]) & set(b[2]):
+        return None
+    return a[0](*a[1], **a[2], **b[2])
 
 
 def any_of(*models: Callable[..., Any]) -> Callable[[Case, "Outputs", "Outputs"], bool]:

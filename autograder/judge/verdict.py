@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from autograder.judge.diagnose import close_per_output, diagnose, rounding, safe_outputs
-from autograder.judge.exercise import Exercise
+from autograder.judge.exercise import Exercise, Mistake, both
 from autograder.judge.explain import explain, output_kind
 from autograder.judge.features import in_words
 from autograder.kernel.hints import returned_tuple_hint
@@ -241,7 +241,8 @@ def _unlisted(ex: Exercise, failing: list, passing: list, raised: list, fix,
     their kind, in this order: differences of rounding size; one edit of the
     learner's code that makes every case match (``fix()``); an output of zeros; one mutant of
     the reference that fits every case, raising where the learner's code raised
-    (``explain``); the generic diagnoses (``diagnose``). With no failing case (every wrong
+    (``explain``); two listed mistakes made together (``identify_pair``); the generic
+    diagnoses (``diagnose``). With no failing case (every wrong
     case raised an error), the fix alone: the error says the rest."""
     if not failing:
         fixed = fix()
@@ -259,6 +260,11 @@ def _unlisted(ex: Exercise, failing: list, passing: list, raised: list, fix,
     named = explain(ex, failing, passing, raised, **({} if left is None else {"budget": left, "wall": left}))
     if named:
         return [named], "specific"
+    pair = identify_pair(ex, failing, passing, deadline)  # after one edit: the fewer changes first
+    if pair is not None:
+        first, second = pair
+        return [f"Looks like two mistakes at once. First, {first.name}: {first.hint} "
+                f"Second, {second.name}: {second.hint}"], "listed"
     return diagnose(ex, failing, [c for c, _ in passing], raised, deadline)
 
 
@@ -275,7 +281,8 @@ def _confirmed_fix(ex: Exercise, wants: list, fixes) -> tuple[tuple, str | None]
                 edits.append(words)
     if len(good) == 1:
         (line, [words, *others]), = good.items()
-        if others:  # `new == word` made never true by any of three names: the line, not the edit
+        if others:  # `new == word` made never true by any of three names: the line, not the edit;
+            words = min([words, *others], key=len)  # the shortest shown (`x + f(x)` -> `f(x)`)
             return (line,), (f"This line of yours looks like the mistake: `{line}`. More than one change "
                              f"of it makes every case match, one is this: {words}.")
         return (line,), (f"This line of yours looks like the mistake: `{line}`. {words[0].upper()}{words[1:]}, "
@@ -349,6 +356,30 @@ def identify_mistake(ex: Exercise, failing: list, passing: list = ()):
         if explained == len(failing) and not _contradicted(ex, mistake, passing):
             return mistake
     return None
+
+
+def identify_pair(ex: Exercise, failing: list, passing: list = (), deadline: float | None = None):
+    """Two listed mistakes of one model (``exercise.switchable``) that, made together, explain
+    every failing case, with no passing case against them, or None. Only when exactly one
+    pair fits (two pairs that say different things: no claim), on at least three numbers, and
+    while ``deadline`` (the clock) allows."""
+    if not failing or sum(int(np.size(w)) for _, _, want in failing for w in want) < 3:
+        return None
+    pairs = []
+    listed = [m for m in ex.mistakes if m.wrong is not None]
+    for i, first in enumerate(listed):
+        for second in listed[i + 1:]:
+            wrong = both(first.wrong, second.wrong)
+            if wrong is not None:
+                pairs.append((first, second, Mistake(f"{first.name}; {second.name}", "", wrong)))
+    fits = []
+    for first, second, joint in pairs:
+        if deadline is not None and time.monotonic() > deadline:
+            return None
+        if all(_same_values(ex, got, safe_outputs(joint.wrong, case)) for case, got, _ in failing) \
+                and not _contradicted(ex, joint, passing):
+            fits.append((first, second))
+    return fits[0] if len(fits) == 1 else None
 
 
 def _contradicted(ex: Exercise, mistake, passing: list) -> bool:

@@ -649,6 +649,15 @@ CELLS = [
             h = layernorm_forward(x, *p["norm1"])[0]
             return x + ffn_forward(h, *p["ffn"])[0]
         """, says=('the two layer norms swapped',)),
+    Cell("gpt.forward", "notebook 05's sqrt(d_model) kept, and no final norm", """
+        def gpt_forward(idx, params, n_heads):
+            T = idx.shape[1]
+            d = params["W_E"].shape[1]
+            x = params["W_E"][idx] * np.sqrt(d) + params["W_P"][:T]
+            for p in params["blocks"]:
+                x = gpt_block(x, p, n_heads)
+            return x @ params["W_E"].T
+        """, says=("two mistakes at once", "embedding scaled by sqrt(d_model)", "final layer norm missing")),
 ]
 
 

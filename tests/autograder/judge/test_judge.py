@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from autograder.exercises import all_exercises, get, topics
-from autograder.judge.exercise import Exercise, Mistake, as_outputs
+from autograder.judge.exercise import Exercise, Mistake, as_outputs, switchable
 from autograder.judge.verdict import judge
 from autograder.kernel.transport import NOT_IMPLEMENTED
 from exercise_bank import TEST_KEY
@@ -35,6 +35,32 @@ def test_right_answer_gets_full_marks():
 def test_known_mistake_is_named_and_scores_zero():
     v = judge(EX, CASES, outputs(lambda x: 3 * x))
     assert v.points == 0 and "tripled instead of doubled" in " ".join(v.messages)
+
+
+@switchable
+def _affine(factor=2.0, shift=0.0, square=False):
+    """y = factor x (+ shift) (squared): a model whose switches each make one mistake."""
+    return lambda x: (factor * x + shift) ** (2 if square else 1)
+
+
+PAIRS = Exercise(id="demo.pairs", function="double", signature="double(x) -> y", cases=_cases,
+                 reference=lambda x: 2 * x, output_names=("y",),
+                 mistakes=[Mistake("tripled", "multiply by 2.", _affine(factor=3.0)),
+                           Mistake("shifted", "add nothing.", _affine(shift=1.0)),
+                           Mistake("squared", "do not square.", _affine(square=True))])
+
+
+def test_two_listed_mistakes_at_once_are_named_together_and_only_when_one_pair_fits():
+    v = judge(PAIRS, CASES, [as_outputs(3 * c["x"] + 1) for c in CASES])
+    text = " ".join(v.messages)
+    assert v.kind == "listed" and "two mistakes at once" in text and "tripled" in text and "shifted" in text
+    assert "squared" not in text
+    # one of them alone is named alone
+    v = judge(PAIRS, CASES, [as_outputs(2 * c["x"] + 1) for c in CASES])
+    assert "two mistakes" not in " ".join(v.messages) and "shifted" in " ".join(v.messages)
+    # 3x + 1 squared: three mistakes, no pair fits; nothing is claimed
+    v = judge(PAIRS, CASES, [as_outputs((3 * c["x"] + 1) ** 2) for c in CASES])
+    assert "Looks like" not in " ".join(v.messages)
 
 
 def test_partial_credit_and_location_of_the_first_difference():
