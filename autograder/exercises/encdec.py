@@ -687,7 +687,8 @@ DECODE_FEATURES = shape_features(**{
 
 
 def _beam_with(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0, *,
-               probabilities=False, stop_at_eos=True, extra_length=0, raw_score=False, product=False):
+               probabilities=False, stop_at_eos=True, extra_length=0, raw_score=False, product=False,
+               stop_at_first=False):
     """``beam_search`` with a mistake: probabilities summed instead of log-probabilities, or
     multiplied (``product``: the same ranking while searching, another score to normalise),
     eos not finishing a beam, bos counted in the length, the score returned before
@@ -707,7 +708,7 @@ def _beam_with(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0,
         done = (token == eos) & stop_at_eos
         finished += list(zip(seqs[done, 1:], cand[kept][done]))
         beams, scores = seqs[~done], cand[kept][~done]
-        if not len(beams):
+        if not len(beams) or stop_at_first and finished:
             break
     pool = finished or list(zip(beams[:, 1:], scores))
     normalised = [score / (len(tokens) + extra_length) ** alpha for tokens, score in pool]
@@ -852,6 +853,10 @@ BEAM_MISTAKES = (
             "of probabilities ranks the same while searching, but underflows on long outputs, "
             "and the normalised score, sum / length ** alpha, is not that of a product.",
             _on_table(_beam_with, product=True)),
+    Mistake("search stopped at the first finished output",
+            "go on while live beams remain (up to max_len): a longer output found later can have "
+            "a better normalised score than the first one to finish.",
+            _on_table(_beam_with, stop_at_first=True)),
     Mistake("no length normalisation", "compare finished sequences by score / length ** alpha "
             "(length counts the tokens after bos, eos included) and return that score.",
             _on_table(beam_search, alpha=0.0)),

@@ -151,12 +151,12 @@ def _forward_cases(rng, hidden):
 
 
 @switchable
-def _forward_with(positions=True, scale=False, final_norm=True, probs=False, offset=0):
+def _forward_with(positions=True, scale=False, final_norm=True, probs=False, offset=0, by_token=False):
     def wrong(idx, params, n_heads):
         T, (_, d) = idx.shape[-1], params["W_E"].shape
         x = params["W_E"][idx] * (np.sqrt(d) if scale else 1.0)
         if positions:
-            x = x + params["W_P"][offset:offset + T]
+            x = x + (params["W_P"][idx] if by_token else params["W_P"][offset:offset + T])
         for p in params["blocks"]:
             x = gpt_block(x, p, n_heads)
         logits = (_ln(x, params["norm_f"]) if final_norm else x) @ params["W_E"].T
@@ -174,6 +174,9 @@ FORWARD_MISTAKES = (
             "then the output layer.", _forward_with(final_norm=False)),
     Mistake("probabilities returned instead of logits", "return the logits x W_E^T; softmax "
             "belongs to the loss and to sampling.", _forward_with(probs=True)),
+    Mistake("position embeddings picked by token id", "W_P has one row per position, "
+            "0 to T - 1: add W_P[:T] (or W_P[np.arange(T)]), not W_P[idx].",
+            _forward_with(by_token=True)),
     Mistake("positions counted from 1", "the first token has position 0: W_P[:T], not "
             "W_P[1:T + 1].", _forward_with(offset=1)),
 )

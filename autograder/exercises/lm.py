@@ -346,6 +346,10 @@ LSTM_MISTAKES = [
             "the gates i, f, o use the sigmoid (values in (0, 1), how much to let through); "
             "the candidate c_tilde uses tanh.",
             wrong=lambda **c: _lstm(**c, gate=np.tanh, cand=sigmoid)),
+    Mistake("candidate squashed by a sigmoid like the gates",
+            "only the gates i, f, o use the sigmoid; the candidate c_tilde uses tanh, so it "
+            "can be negative (values in (-1, 1)).",
+            wrong=lambda **c: _lstm(**c, cand=sigmoid)),
     Mistake("forget gate applied to the input instead of the cell",
             "c = f * c_prev + i * c_tilde: f decides how much history to keep, i how much new.",
             wrong=lambda **c: _lstm(**c, swap_if=True)),

@@ -120,6 +120,15 @@ def _split_halves(d):
     return np.arange(d // 2), np.arange(d // 2, d)
 
 
+def _overlapping(tau, d_model):
+    """The blocks written at A[i:i+2, i:i+2], one after the other: each overwrites a corner of
+    the one before."""
+    A, theta = np.zeros((d_model, d_model)), _theta(tau, d_model)
+    for i, t in enumerate(theta):
+        A[i:i + 2, i:i + 2] = [[np.cos(t), np.sin(t)], [-np.sin(t), np.cos(t)]]
+    return A
+
+
 def _theta(tau, d_model, k_scale=2.0):
     return tau * 10000.0 ** (-k_scale * np.arange(d_model // 2) / d_model)
 
@@ -137,6 +146,10 @@ ROTATION_MISTAKES = [
             "i and i + d_model/2 rotates a sine of one frequency into a sine of another.",
             wrong=lambda tau, d_model: _blocks(np.cos(_theta(tau, d_model)), np.sin(_theta(tau, d_model)),
                                              _split_halves, d_model)),
+    Mistake("blocks that overlap (block i at rows i, i + 1)",
+            "block i sits on rows and columns 2i and 2i + 1: A[2*i:2*i + 2, 2*i:2*i + 2]. "
+            "With A[i:i + 2, i:i + 2] each block overwrites half of the one before.",
+            wrong=lambda tau, d_model: _overlapping(tau, d_model)),
     Mistake("exponent i/d_model instead of 2i/d_model",
             "use the same omega_i as the encoding: 10000^(-2i/d_model).",
             wrong=lambda tau, d_model: _blocks(np.cos(_theta(tau, d_model, 1.0)),

@@ -658,6 +658,53 @@ CELLS = [
                 x = gpt_block(x, p, n_heads)
             return x @ params["W_E"].T
         """, says=("two mistakes at once", "embedding scaled by sqrt(d_model)", "final layer norm missing")),
+    Cell('lm.lstm_cell', 'the candidate through a sigmoid', """
+        def lstm_cell_forward(x, h_prev, c_prev, W, b):
+            H = h_prev.shape[1]
+            z = np.concatenate([h_prev, x], axis=1) @ W + b
+            acts = 1 / (1 + np.exp(-z))          # all four blocks
+            i, f, o, cand = np.split(acts, 4, axis=1)
+            c = f * c_prev + i * cand
+            h = o * np.tanh(c)
+            return h, c
+        """, says=('candidate squashed by a sigmoid',)),
+    Cell('positional.rotation', 'blocks written at A[i:i+2, i:i+2]', """
+        def rotation_matrix(tau, d_model):
+            A = np.zeros((d_model, d_model))
+            for i in range(d_model // 2):
+                theta = tau / 10000 ** (2 * i / d_model)
+                A[i:i+2, i:i+2] = np.array([[np.cos(theta), np.sin(theta)], [-np.sin(theta), np.cos(theta)]])
+            return A
+        """, says=('blocks that overlap',)),
+    Cell('encdec.beam_search', 'the search stops at the first finished output', """
+        def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
+            beams, scores = np.full((1, 1), bos, dtype=np.int64), np.zeros(1)
+            finished = []
+            for _ in range(max_len):
+                cand = scores[:, None] + next_log_probs(beams)
+                V = cand.shape[1]
+                cand = cand.ravel()
+                kept = np.argsort(-cand, kind="stable")[:beam_size]
+                beam, token = kept // V, kept % V
+                seqs = np.concatenate([beams[beam], token[:, None]], axis=1)
+                done = token == eos
+                finished += list(zip(seqs[done, 1:], cand[kept][done]))
+                beams, scores = seqs[~done], cand[kept][~done]
+                if finished:
+                    break
+            pool = finished or list(zip(beams[:, 1:], scores))
+            normalised = [score / len(tokens) ** alpha for tokens, score in pool]
+            best = int(np.argmax(normalised))
+            return pool[best][0], float(normalised[best])
+        """, says=('stopped at the first finished output',)),
+    Cell('gpt.forward', 'W_P[idx]', """
+        def gpt_forward(idx, params, n_heads):
+            x = params["W_E"][idx] + params["W_P"][idx]
+            for blk in params["blocks"]:
+                x = gpt_block(x, blk, n_heads)
+            x = layernorm_forward(x, *params["norm_f"])[0]
+            return x @ params["W_E"].T
+        """, says=('position embeddings picked by token id',)),
 ]
 
 
