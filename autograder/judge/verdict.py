@@ -268,6 +268,20 @@ def _unlisted(ex: Exercise, failing: list, passing: list, raised: list, fix,
     return diagnose(ex, failing, [c for c, _ in passing], raised, deadline)
 
 
+_EDIT = re.compile(r"with `(.*)` in place of `(.*)`")
+
+
+def _simplest(words: str) -> tuple:
+    """Which of several edits of one line to show: one that only deletes (`x + f(x)` -> `f(x)`,
+    `T - 1` -> `T`) before one that replaces, then the shortest."""
+    m = _EDIT.search(words)
+    if m is None:
+        return (True, len(words))
+    after, before = m.groups()
+    p = next((i for i, (a, b) in enumerate(zip(after, before)) if a != b), min(len(after), len(before)))
+    return (not (len(after) < len(before) and before.endswith(after[p:])), len(words))
+
+
 def _confirmed_fix(ex: Exercise, wants: list, fixes) -> tuple[tuple, str | None]:
     """(lines, message): the learner's line that one edit fixes, when that edit's outputs
     equal the reference's on every case, or the two lines where either of two edits does;
@@ -282,7 +296,7 @@ def _confirmed_fix(ex: Exercise, wants: list, fixes) -> tuple[tuple, str | None]
     if len(good) == 1:
         (line, [words, *others]), = good.items()
         if others:  # `new == word` made never true by any of three names: the line, not the edit;
-            words = min([words, *others], key=len)  # the shortest shown (`x + f(x)` -> `f(x)`)
+            words = min([words, *others], key=_simplest)
             return (line,), (f"This line of yours looks like the mistake: `{line}`. More than one change "
                              f"of it makes every case match, one is this: {words}.")
         return (line,), (f"This line of yours looks like the mistake: `{line}`. {words[0].upper()}{words[1:]}, "

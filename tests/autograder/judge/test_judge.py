@@ -207,3 +207,14 @@ def test_the_check_cell_prints_the_verdict_not_numpys_warnings_about_wrong_code(
     out = capsys.readouterr()
     assert out.out.startswith("\u2718 next_token_probs") and "RuntimeWarning" not in out.out + out.err
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_of_several_fixes_of_one_line_the_one_that_only_deletes_is_shown():
+    from autograder.judge.verdict import _confirmed_fix
+
+    want = [as_outputs(np.ones(3))]
+    fixes = [("n = len(t) - 1 if t[-1] == eos else len(t)", words, [want[0]]) for words in (
+        "with `t[-1] == V` in place of `t[-1] == eos`",
+        "with `len(t) if t[-1] == eos else len(t)` in place of `len(t) - 1 if t[-1] == eos else len(t)`")]
+    _, message = _confirmed_fix(EX, want, fixes)
+    assert "with `len(t) if t[-1] == eos else len(t)`" in message and "== V" not in message
