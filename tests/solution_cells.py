@@ -81,9 +81,10 @@ def namespace_with(exercise_id: str, source: str | None = None) -> dict:
 
 
 def _run_cell(source: str, scope: dict) -> None:
-    """Run a cell's source as IPython does: under a file name of its own, kept in
+    """Run a cell's source as IPython does: under a file name of its own, of the form IPython
+    gives (so that the kernel's hints read the learner's lines, ``hints.CELL_FILE``), kept in
     ``linecache`` so that ``inspect.getsource`` finds the functions it defines."""
-    name = f"<cell {hashlib.sha1(source.encode()).hexdigest()[:12]}>"
+    name = f"<ipython-input-{hashlib.sha1(source.encode()).hexdigest()[:12]}>"
     linecache.cache[name] = (len(source), None, source.splitlines(keepends=True), name)
     exec(compile(source, name, "exec"), scope)
 
