@@ -784,12 +784,16 @@ def _cut_tie(case):
     return any(cuts)
 
 
+def _far_table(rng, V, max_len):
+    """A table of log-probabilities all below -20, for a case to set the few that matter."""
+    return rng.uniform(-30.0, -20.0, size=(max_len + 1, V, V))
+
+
 def _cut_tie_case(rng, V, max_len):
     """A beam of one on a table whose first step offers two tokens a < b at log p -0.1 each
     (every other token below -20); after a comes a, after b comes b, until eos at the end:
     keeping b for a gives another output with the same score."""
-    bos, eos = 1, 2
-    logp = rng.uniform(-30.0, -20.0, size=(max_len + 1, V, V))
+    bos, eos, logp = 1, 2, _far_table(rng, V, max_len)
     a, b = sorted(rng.choice([t for t in range(V) if t not in (bos, eos)], size=2, replace=False))
     logp[0, bos, a] = logp[0, bos, b] = -0.1
     for step in range(1, max_len - 1):
@@ -801,8 +805,7 @@ def _cut_tie_case(rng, V, max_len):
 def _tie_case(rng, V, max_len, beam_size=2):
     """A table on which eos right away (log p -1) and one token then eos (-0.5 - 0.5) tie
     exactly, with alpha = 0; every other continuation is far less likely (drawn below -20)."""
-    bos, eos = 1, 2
-    logp = rng.uniform(-30.0, -20.0, size=(max_len + 1, V, V))
+    bos, eos, logp = 1, 2, _far_table(rng, V, max_len)
     other = int(rng.choice([t for t in range(V) if t not in (bos, eos)]))
     logp[0, bos, eos], logp[0, bos, other], logp[1, other, eos] = -1.0, -0.5, -0.5
     return {"logp": logp, "bos": bos, "eos": eos, "max_len": max_len, "beam_size": beam_size,

@@ -290,7 +290,6 @@ HIDDEN_SHAPES = [((3,), 12, 12, 4, 4, True, 4, 4, 1.0),
                  ((), 2048, 3072, 4, 4, True, 256, 256, 1.0)]  # long, causal: a memory limit
 
 
-
 def _signed_rows_case(rng):
     """Causal, batch of 2, T_q = 5 < T_k = 7, d_k = 4, d_v = 3, block_q = 2, block_k = 3. Every
     entry of K lies in [20, 30] and every row of Q has entries of one sign, + for even rows and

@@ -181,8 +181,8 @@ class Exercise:
 
     def memory_limits(self, cases: Sequence[Case]) -> list[int | None]:
         """Per case, the bytes the learner's call may hold at once (None: no limit)."""
-        return [None if self.memory is None or self.memory(c) is None else self.memory(c)[0]
-                for c in cases]
+        limits = [self.memory(c) if self.memory else None for c in cases]
+        return [None if limit is None else limit[0] for limit in limits]
 
     def describe(self, case: Case) -> list[str]:
         """What ``case`` exercises, in words (``autograder.judge.features``)."""

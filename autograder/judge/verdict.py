@@ -135,7 +135,7 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
     the score. ``seconds``: where the learner waits (the check cell), the searches for a name
     end after about this many seconds on the clock (the one among the mutants gets what the
     fixes left); None: each has its own budget. ``changed``: per case, the names of the inputs
-    the learner's call changed in place (the kernel's ``changed_inputs``; data from the
+    the learner's call changed in place (the kernel's ``changed_in_place``; data from the
     sandbox, so only names of the case's own inputs are told); told, whatever the score.
     """
     deadline = None if seconds is None else time.monotonic() + seconds

@@ -130,7 +130,7 @@ def _same(a, b) -> bool:
         return True
 
 
-def changed_inputs(case: dict, given: dict) -> list[str]:
+def changed_in_place(case: dict, given: dict) -> list[str]:
     """The arguments whose values a call changed: ``given`` is the copy of ``case`` it was given."""
     return [name for name in case if not _same(case[name], given.get(name))]
 
@@ -166,7 +166,7 @@ def run_cases(namespace: dict, function: str, call: str | None, cases: list,
             stub = type(err) is NotImplementedError  # the release's `raise NotImplementedError()`
             results.append(NOT_IMPLEMENTED if stub else describe_error(err, function, signature))
         if changed is not None:
-            changed.append(changed_inputs(case, given))
+            changed.append(changed_in_place(case, given))
         if left is not None:
             left -= time.process_time() - start
             wall_left -= time.monotonic() - wall_start

@@ -428,7 +428,6 @@ def _added_terms(tree, nodes, index, params, variables, parents):
                                "term", "")
 
 
-
 def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
     """The changes that undo the kinds of ``changes`` not undone by one of their own kind: an
     axis or ``keepdims`` added to a reduction, ``=`` made ``+=``, a ``.copy()`` or a swap of
@@ -502,7 +501,7 @@ def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
             test = node.test
             negated = copy.deepcopy(test.operand) if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) \
                 else ast.UnaryOp(ast.Not(), copy.deepcopy(test))
-            sites.append(Site(index[id(test)], negated, "compare", ""))
+            add(test, negated, "compare")
         if isinstance(node, ast.Constant) and type(node.value) is float and 0 < abs(node.value) < 0.5:
             add(node, ast.Constant(0.0), "constant")  # a leak: `np.where(a > 0, a, 0.01 * a)`
         if isinstance(node, ast.Call):
