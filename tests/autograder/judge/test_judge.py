@@ -218,3 +218,12 @@ def test_of_several_fixes_of_one_line_the_one_that_only_deletes_is_shown():
         "with `len(t) if t[-1] == eos else len(t)` in place of `len(t) - 1 if t[-1] == eos else len(t)`")]
     _, message = _confirmed_fix(EX, want, fixes)
     assert "with `len(t) if t[-1] == eos else len(t)`" in message and "== V" not in message
+
+
+def test_names_of_changed_inputs_from_the_sandbox_are_told_only_when_they_are_the_cases_own():
+    # the list comes from the learner's process: anything but a name of the case's inputs is dropped
+    forged = [["x", "<b>gradebook</b>", 3, "y"]] + [[] for _ in CASES[1:]]
+    v = judge(EX, CASES, outputs(lambda x: 2 * x), changed=forged)
+    assert v.full_marks and "`x`" in v.changed and "gradebook" not in v.changed and "`y`" not in v.changed
+    assert judge(EX, CASES, outputs(lambda x: 2 * x), changed="x").changed is None
+    assert judge(EX, CASES, outputs(lambda x: 2 * x), changed=[["z"]] * len(CASES)).changed is None
