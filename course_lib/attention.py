@@ -439,7 +439,11 @@ class MultiHeadAttention(nn.Module):
             if cache is None and not self.flash and mask is None and qkv.ndim == 3:  # training
                 T = x_q.shape[-2]
                 bias = _causal_bias_torch(T, qkv.device, qkv.dtype) if causal else None
-                concat, self.attention = self_attention_torch(qkv, self.n_heads, bias, p)
+                concat, weights = self_attention_torch(qkv, self.n_heads, bias, p)
+                # detached: the weights carry no gradient, and a module attribute is an output
+                # of a compiled graph (torch.compile on a GPU, torch 2.11, took it for one that
+                # did and failed to trace the backward)
+                self.attention = weights.detach()
                 return concat @ self.W_o  # (B, T, d_model)
             qkv = qkv.split(self.W_q.shape[1], dim=-1)  # 3 x (B, T, d_model)
         else:
@@ -460,7 +464,8 @@ class MultiHeadAttention(nn.Module):
             if causal:
                 visible = _causal_mask_torch(q.shape[-2], k.shape[-2], q.device)
                 mask = visible if mask is None else mask & visible
-            heads, self.attention = attention_torch(q, k, v, mask, p)  # (B, n_heads, T_q, d_k)
+            heads, weights = attention_torch(q, k, v, mask, p)  # (B, n_heads, T_q, d_k)
+            self.attention = weights.detach()  # as above
         return merge_heads(heads) @ self.W_o  # (B, T_q, d_model)
 
     def weights(self):

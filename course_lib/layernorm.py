@@ -123,7 +123,17 @@ class _LayerNormFunction(torch.autograd.Function):
     def forward(ctx, x, gamma, beta, eps):
         # out = gamma * x_hat + beta, with mean and rstd = inv_std (..., 1), in one fused kernel:
         # the forward is not what the course derives, the backward below is
-        out, mean, rstd = torch.native_layer_norm(x, x.shape[-1:], gamma, beta, eps)
+        # a branch, not .to() on every call: .to() of the same dtype hands back its input, and
+        # torch.compile on a GPU (torch 2.11) then traced wrong gradients (the GPT stopped
+        # learning; the CUDA compile test of tests/course_lib/test_gpt.py sees it)
+        if x.dtype == gamma.dtype == beta.dtype:
+            out, mean, rstd = torch.native_layer_norm(x, x.shape[-1:], gamma, beta, eps)
+        else:  # bfloat16 x, float32 gains (a model cast in part): CPU's kernel mixes them, a
+            # GPU's takes one dtype, so x is normalised in the wider and out given back in x's
+            wide = torch.promote_types(x.dtype, gamma.dtype)
+            out, mean, rstd = torch.native_layer_norm(x.to(wide), x.shape[-1:], gamma.to(wide),
+                                                      beta.to(wide), eps)
+            out = out.to(x.dtype)
         ctx.save_for_backward(x, mean, rstd, gamma)  # x_hat is recomputed: one pass less here
         return out
 
