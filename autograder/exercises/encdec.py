@@ -516,21 +516,22 @@ def _decoder_reference(y, memory, p, n_heads, self_mask=None, cross_mask=None):
 
 
 @switchable
-def _decoder_wired(cross_q="h", cross_kv="memory", cross_first=False, norm3=True, cross_masked=True):
-    """Post-LN decoder with the cross-attention's inputs (or the sublayers' order, or its mask)
-    changed, or its last norm left out."""
+def _decoder_wired(cross_q="h", cross_kv="memory", cross_first=False, norm3=True, cross_masked=True,
+                   self_masked=True, norms=("norm1", "norm2", "norm3")):
+    """Post-LN decoder with the cross-attention's inputs (or the sublayers' order, or a mask)
+    changed, its last norm left out, or its norms' parameters taken in another order."""
     def wrong(y, memory, p, n_heads, self_mask=None, cross_mask=None):
         def self_attn(h):
-            return _mha(h, h, p["self_attn"], n_heads, self_mask)
+            return _mha(h, h, p["self_attn"], n_heads, self_mask if self_masked else None)
 
         def cross_attn(h):
             inputs = {"h": h, "memory": memory}
             return _mha(inputs[cross_q], inputs[cross_kv], p["cross_attn"], n_heads,
                         cross_mask if cross_masked else None)
         first, second = (cross_attn, self_attn) if cross_first else (self_attn, cross_attn)
-        h = _ln(y + first(y), p["norm1"])
-        h = _ln(h + second(h), p["norm2"])
-        return _ln(h + _ffn(h, p), p["norm3"]) if norm3 else h + _ffn(h, p)
+        h = _ln(y + first(y), p[norms[0]])
+        h = _ln(h + second(h), p[norms[1]])
+        return _ln(h + _ffn(h, p), p[norms[2]]) if norm3 else h + _ffn(h, p)
     return wrong
 
 
@@ -555,12 +556,12 @@ DECODER_MISTAKES = (
                 decoder_block(y, memory, p, n_heads, cross_mask, cross_mask)),
     Mistake("causal mask missing in the decoder",
             "pass self_mask to the decoder's self-attention, or position t sees the tokens it "
-            "must predict.", lambda y, memory, p, n_heads, self_mask=None, cross_mask=None:
-                decoder_block(y, memory, p, n_heads, None, cross_mask)),
+            "must predict.", _decoder_wired(self_masked=False)),
     Mistake("cross mask ignored", "pass cross_mask to the encoder-decoder attention so no "
-            "query looks at source padding.",
-            lambda y, memory, p, n_heads, self_mask=None, cross_mask=None:
-                decoder_block(y, memory, p, n_heads, self_mask, None)),
+            "query looks at source padding.", _decoder_wired(cross_masked=False)),
+    Mistake("norm2 and norm3 swapped",
+            "norm2 is the second sublayer's (after the encoder-decoder attention), norm3 the "
+            "third's (after the FFN).", _decoder_wired(norms=("norm1", "norm3", "norm2"))),
     Mistake("the third norm left out",
             "each of the three sublayers ends in its own norm: LN(h + FFN(h)) with norm3 too.",
             _decoder_wired(norm3=False)),

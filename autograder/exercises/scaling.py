@@ -10,7 +10,7 @@ The references are ``course_lib.scaling``, which the learner may not call.
 """
 from __future__ import annotations
 
-from autograder.judge.exercise import Exercise, Mistake
+from autograder.judge.exercise import Exercise, Mistake, switchable
 from autograder.judge.features import shape_features
 from course_lib import scaling
 
@@ -49,63 +49,76 @@ def _count_cases(rng, hidden):
     return cases
 
 
-def _count_with(**change):
-    """param_count with one of course_lib.scaling's switches changed."""
+# terms that a mistake adds to the count (negative: something left out), by the switch of
+# ``_counted`` that adds them
+_TERMS = {
+    "mlp_biases_out": lambda n_layers, d_model, d_ff, **_: -n_layers * (d_ff + d_model),
+    "one_norm_per_block": lambda n_layers, d_model, **_: -2 * d_model * n_layers,
+    "final_norm_out": lambda d_model, **_: -2 * d_model,
+    "w_o_out": lambda n_layers, d_model, **_: -n_layers * (d_model ** 2 + d_model),
+    "full_heads": lambda n_layers, d_model, n_heads, **_: 4 * (n_heads - 1) * d_model ** 2 * n_layers,
+}
+
+
+@switchable
+def _counted(**switches):
+    """param_count with mistakes switched on: course_lib.scaling's own switches (biases=False,
+    tied, d_ff=None, ...) and the terms of ``_TERMS`` (name=True), so that two listed mistakes
+    can be made at once (``verdict.identify_pair``)."""
+    terms = [_TERMS[k] for k, on in switches.items() if k in _TERMS and on]
+    change = {k: v for k, v in switches.items() if k not in _TERMS}
+
     def wrong(n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff, tied):
+        case = dict(n_layers=n_layers, d_model=d_model, n_heads=n_heads, vocab_size=vocab_size,
+                    n_ctx=n_ctx, d_ff=d_ff, tied=tied)
         kwargs = {"d_ff": d_ff, "tied": tied, **change}
-        return scaling.param_count(n_layers, d_model, n_heads, vocab_size, n_ctx, **kwargs)
-    return wrong
-
-
-def _count_plus(extra):
-    """param_count plus ``extra(case)`` (negative: something left out)."""
-    def wrong(**case):
-        return param_count(**case) + extra(**case)
+        return (scaling.param_count(n_layers, d_model, n_heads, vocab_size, n_ctx, **kwargs)
+                + sum(term(**case) for term in terms))
     return wrong
 
 
 COUNT_MISTAKES = (
     Mistake("biases left out",
             "every linear layer has a bias: b_q, b_k, b_v (n_heads * d_head each), b_o (d_model), "
-            "b_1 (d_ff) and b_2 (d_model), in every block.", _count_with(biases=False)),
+            "b_1 (d_ff) and b_2 (d_model), in every block.", _counted(biases=False)),
     Mistake("MLP biases left out",
             "the MLP's two linear layers have biases too: b_1 (d_ff) and b_2 (d_model) per block.",
-            _count_plus(lambda n_layers, d_model, d_ff, **_: -n_layers * (d_ff + d_model))),
+            _counted(mlp_biases_out=True)),
     Mistake("attention biases left out",
             "W_q, W_k, W_v and W_o each have a bias too: 4 * d_model per block.",
-            _count_with(attention_biases=False)),
+            _counted(attention_biases=False)),
     Mistake("layer-norm parameters left out",
             "each layer norm has a gain gamma and a shift beta of d_model numbers each: two layer "
-            "norms per block and a final one.", _count_with(layernorm=False)),
+            "norms per block and a final one.", _counted(layernorm=False)),
     Mistake("one layer norm per block instead of two",
             "a Pre-LN block normalises before attention and again before the MLP: 2 * 2 * d_model "
             "per block.",
-            _count_plus(lambda n_layers, d_model, **_: -2 * d_model * n_layers)),
+            _counted(one_norm_per_block=True)),
     Mistake("final layer norm forgotten",
             "after the last block a final layer norm (2 * d_model) comes before the output layer.",
-            _count_plus(lambda d_model, **_: -2 * d_model)),
+            _counted(final_norm_out=True)),
     Mistake("output matrix counted although tied",
             "with tied=True the output layer *is* the token embedding W_E: count it once.",
-            _count_with(tied=False)),
+            _counted(tied=False)),
     Mistake("output matrix forgotten when untied",
             "with tied=False the output layer has its own vocab_size x d_model matrix (no bias).",
-            _count_with(tied=True)),
+            _counted(tied=True)),
     Mistake("position embeddings forgotten",
             "a GPT learns one vector per position: n_ctx x d_model more.",
-            _count_with(learned_positions=False)),
+            _counted(learned_positions=False)),
     Mistake("d_ff assumed to be 4 * d_model",
             "use the d_ff you are given; 4 * d_model is only GPT's usual choice.",
-            _count_with(d_ff=None)),
+            _counted(d_ff=None)),
     Mistake("attention output projection W_o forgotten",
             "after the heads are concatenated, W_o (d_model x d_model, with a bias) maps them "
             "back: 4 weight matrices per attention layer, not 3.",
-            _count_plus(lambda n_layers, d_model, **_: -n_layers * (d_model ** 2 + d_model))),
+            _counted(w_o_out=True)),
     Mistake("each head given full d_model x d_model projections",
             "the heads split d_model: head j has d_head = d_model / n_heads columns of W_q, W_k "
             "and W_v, so the number of heads does not change the count.",
-            _count_plus(lambda n_layers, d_model, n_heads, **_:
-                        4 * (n_heads - 1) * d_model ** 2 * n_layers)),
+            _counted(full_heads=True)),
 )
+
 
 def _switched(host, switch, others, repeat=""):
     """Mutants that put another name where one of course_lib's switches is read: the switches

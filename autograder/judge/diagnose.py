@@ -380,11 +380,9 @@ def where_wrong(ex: Exercise, failing: list, k: int) -> str | None:
     ndim = min(min(w.ndim for _, _, w in pairs), 2)
     for axis in range(-1, -ndim - 1, -1):
         for index, words in ((0, "first"), (-1, "last")):
-            def only(b, axis=axis, index=index):
-                n = b.shape[axis]
-                rest = np.delete(b, index % n, axis=axis)
-                return n > 1 and not rest.any()
-            if all(only(b) for b in bad):
+            def only(b, axis=axis, index=index):  # a length-1 axis: its one index is both
+                return not np.delete(b, index % b.shape[axis], axis=axis).any()
+            if all(only(b) for b in bad) and any(b.shape[axis] > 1 for b in bad):
                 return (f"{name} is wrong only at the {words} index of axis {axis}; "
                         "elsewhere it matches: check how that boundary is handled.")
     return None

@@ -438,8 +438,9 @@ def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
     moved into a loop or before it; and slips of a learner's own code: an elementwise numpy
     call dropped (``np.tanh(h)`` where h is tanh already), a small float constant made 0 (a
     leak), a condition negated, a ``range`` stop ``T - step + 1`` made ``T`` (the last, shorter
-    block), a subscript that only adds axes dropped, an axis given to ``np.split`` and kin, and
-    ``[0]`` after a call of one's own function (the first of the tuple it returns)."""
+    block), a subscript that only adds axes dropped, an axis given to ``np.split`` and kin,
+    ``[0]`` after a call of one's own function (the first of the tuple it returns), and ``a.size``
+    made the length of one axis."""
     sites = []
     in_signature = {id(n) for n in ast.walk(tree.args)}
     parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
@@ -552,6 +553,9 @@ def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
                 add(node, new, "copy")
         elif isinstance(node, ast.Attribute) and node.attr == "T" and isinstance(node.ctx, ast.Load):
             add(node, ast.parse(f"np.swapaxes({ast.unparse(node.value)}, -1, -2)", mode="eval").body, "transpose")
+        elif isinstance(node, ast.Attribute) and node.attr == "size" and isinstance(node.ctx, ast.Load):
+            for axis in ("-1", "0"):  # every entry counted where one axis's length was meant
+                add(node, ast.parse(f"{ast.unparse(node.value)}.shape[{axis}]", mode="eval").body, "bound")
         elif isinstance(node, ast.BinOp):
             if type(node.op) in _OP_SWAPS:
                 new = copy.deepcopy(node)

@@ -705,6 +705,46 @@ CELLS = [
             x = layernorm_forward(x, *params["norm_f"])[0]
             return x @ params["W_E"].T
         """, says=('position embeddings picked by token id',)),
+    Cell('lm.rnn_backward', 'the loop stops before t = 0', """
+        def rnn_backward(dh, cache):
+            x, h0, Wxh, Whh, h = cache
+            T = x.shape[1]
+            dx = np.zeros_like(x)
+            dWxh, dWhh, db = np.zeros_like(Wxh), np.zeros_like(Whh), np.zeros(Whh.shape[0])
+            dnext = np.zeros_like(h0)
+            for t in range(T - 1, 0, -1):
+                da = (dh[:, t] + dnext) * (1 - h[:, t] ** 2)
+                dx[:, t] = da @ Wxh.T
+                dWxh += x[:, t].T @ da
+                dWhh += h[:, t - 1].T @ da
+                db += da.sum(axis=0)
+                dnext = da @ Whh.T
+            return dx, dnext, dWxh, dWhh, db
+        """, says=("`dx` is wrong only at the first index of axis -2",)),
+    Cell('lm.ngram_probs', 'k times counts.size (every entry) for k times vocab_size', """
+        def ngram_probs(counts, k=0.0):
+            counts = counts.astype(float)
+            V = counts.size
+            totals = counts.sum(axis=-1, keepdims=True)
+            denom = totals + k * V
+            probs = np.where(denom > 0, (counts + k) / np.maximum(denom, 1e-300), 1.0 / counts.shape[-1])
+            return probs
+        """, says=("`V = counts.size`", "in place of `counts.size`")),
+    Cell('scaling.param_count', 'the final norm and the positions both forgotten', """
+        def param_count(n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff, tied):
+            attn = 4 * (d_model * d_model + d_model)
+            mlp = d_model * d_ff + d_ff + d_ff * d_model + d_model
+            ln = 4 * d_model
+            emb = vocab_size * d_model * (1 if tied else 2)
+            return n_layers * (attn + mlp + ln) + emb
+        """, says=("two mistakes at once", "final layer norm forgotten", "position embeddings forgotten")),
+    Cell('encdec.decoder_block', 'no causal mask, and norm2 and norm3 swapped', """
+        def decoder_block(y, memory, p, n_heads, self_mask=None, cross_mask=None):
+            y = layernorm_forward(y + mha_forward(y, y, *p["self_attn"], n_heads)[0], *p["norm1"])[0]
+            y = layernorm_forward(y + mha_forward(y, memory, *p["cross_attn"], n_heads, cross_mask)[0], *p["norm3"])[0]
+            y = layernorm_forward(y + ffn_forward(y, *p["ffn"])[0], *p["norm2"])[0]
+            return y
+        """, says=("two mistakes at once", "causal mask missing", "norm2 and norm3 swapped")),
 ]
 
 
