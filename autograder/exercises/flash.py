@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.judge.exercise import Exercise, Mistake, any_of, switchable
+from autograder.judge.exercise import Exercise, Mistake, any_of, switchable, switched
 from autograder.judge.features import shape_features
 from course_lib.flash.reference import (FlashCache, finite_shift, flash_backward, flash_forward,
                                        online_softmax_stats)
@@ -30,7 +30,7 @@ def _swapT(x):
 
 # ============================================================================ online softmax
 def running_stats(s, block_k, *, rescale=1, old_max=False, block_max=False, guard=True,
-                  subtract_max=True, drop_last=False):
+                  subtract_max=True, drop_last=False, equal_parts=False):
     """The running maximum m and normaliser l of s (..., T_k) read in blocks of ``block_k``,
     after every block: m, l (..., n_blocks). The last column is the whole row's.
 
@@ -38,14 +38,19 @@ def running_stats(s, block_k, *, rescale=1, old_max=False, block_max=False, guar
     keyword-only switches model mistakes: ``rescale`` is the power of the factor exp(m - m')
     (0: not rescaled, 2: twice), ``old_max`` exponentiates against m instead of m',
     ``block_max`` keeps the block's own maximum, ``guard`` False lets -inf - (-inf) make NaN,
-    ``subtract_max`` False sums exp(s_j), ``drop_last`` skips a last, shorter block.
+    ``subtract_max`` False sums exp(s_j), ``drop_last`` skips a last, shorter block,
+    ``equal_parts`` cuts the row into as many near-equal parts instead (``np.array_split``).
     """
     n = s.shape[-1]
     m = np.full(s.shape[:-1], -np.inf)
     l = np.zeros(s.shape[:-1])
     ms, ls = [], []
-    for start in range(0, n - block_k + 1 if drop_last else n, block_k):
-        block = s[..., start:start + block_k]
+    starts = range(0, n - block_k + 1 if drop_last else n, block_k)
+    bounds = [(start, start + block_k) for start in starts]
+    if equal_parts:
+        bounds = [(part[0], part[-1] + 1) for part in np.array_split(np.arange(n), len(bounds))]
+    for start, end in bounds:
+        block = s[..., start:end]
         m_new = block.max(axis=-1) if block_max else np.maximum(m, block.max(axis=-1))
         if subtract_max:
             shift = finite_shift(m_new) if guard else m_new
@@ -122,8 +127,7 @@ STATS_FEATURES = shape_features(**{
         c["s"][..., :c["block_k"]]).all(axis=-1).any()})
 
 
-def _stats_with(**switches):
-    return lambda s, block_k: running_stats(s, block_k, **switches)
+_stats_with = switched(running_stats)  # two of its mistakes at once: ``verdict.identify_pair``
 
 
 STATS_MISTAKES = (
@@ -152,6 +156,10 @@ STATS_MISTAKES = (
             "when block_k does not divide n the last block is shorter: loop with "
             "range(0, n, block_k) and slice s[..., start:start + block_k].",
             _stats_with(drop_last=True)),
+    Mistake("the row cut into equal parts, not blocks of block_k",
+            "np.array_split(..., n_blocks) makes parts of near-equal length; the blocks are "
+            "block_k keys each, with only the last one shorter: s[..., start:start + block_k] "
+            "for start in range(0, n, block_k).", _stats_with(equal_parts=True)),
 )
 
 # Mutants of the reference that no case can tell apart (``autograder.judge.adequacy``). The reference

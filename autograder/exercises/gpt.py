@@ -58,18 +58,24 @@ def _block_cases(rng, hidden):
 
 
 @switchable
-def _wired_block(mask="causal", order="pre", residual=True, norm1="norm1", norm2="norm2", scale=None):
-    """A GPT block with its mask, norm order, residual paths or norms changed, or its scores
-    divided by ``scale(d_model, d_k)`` instead of sqrt(d_k) (W_q scaled to undo the right one)."""
+def _wired_block(mask="causal", order="pre", residual=True, norm1="norm1", norm2="norm2", scale=None,
+                 transposed=True):
+    """A GPT block with its mask, norm order, residual paths or norms changed, its scores
+    divided by ``scale(d_model, d_k)`` instead of sqrt(d_k) (W_q scaled to undo the right one),
+    or its heads split and merged by reshapes alone (not ``transposed``)."""
     def wrong(x, p, n_heads):
         T, d = x.shape[-2], x.shape[-1]
         m = {"causal": causal_mask(T), "none": None, "future": ~causal_mask(T)}[mask]
-        W_q, *rest = p["attn"]
+        W_q, W_k, W_v, W_o = p["attn"]
         if scale is not None:
             W_q = W_q * np.sqrt(d // n_heads) / scale(d, d // n_heads)
 
         def attn(h):
-            return mha_forward(h, h, W_q, *rest, n_heads, m)[0]
+            if transposed:
+                return mha_forward(h, h, W_q, W_k, W_v, W_o, n_heads, m)[0]
+            # (..., T, d_model) read as (..., n_heads, T, d_k), and the heads read back the same way
+            q, k, v = ((h @ W).reshape(*h.shape[:-2], n_heads, T, d // n_heads) for W in (W_q, W_k, W_v))
+            return attention_forward(q, k, v, m)[0].reshape(h.shape) @ W_o
 
         def ffn(h):
             return ffn_forward(h, *p["ffn"])[0]
@@ -104,6 +110,10 @@ BLOCK_MISTAKES = (
     Mistake("scores scaled by sqrt(d_model) instead of sqrt(d_k)", "each head's scores are "
             "divided by the square root of its own width, d_k = d_model / n_heads.",
             _wired_block(scale=lambda d, d_k: np.sqrt(d))),
+    Mistake("heads split by a reshape alone", "(B, T, d_model) reshaped straight to (B, n_heads, "
+            "T, d_k) mixes positions into heads: reshape to (B, T, n_heads, d_k), then swap axes 1 "
+            "and 2 (split_heads), and undo both before W_o (merge_heads).",
+            _wired_block(transposed=False)),
 )
 
 BLOCK_FEATURES = shape_features(**{

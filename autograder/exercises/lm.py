@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.judge.exercise import Exercise, Mistake
+from autograder.judge.exercise import Exercise, Mistake, any_of, switched
 from autograder.judge.features import shape_features
 from course_lib.ngram import count_ngrams, ngram_probs, perplexity, roll_die
 from course_lib.rnn import lstm_cell_forward, rnn_backward, rnn_forward, sigmoid
@@ -151,7 +151,10 @@ DIE_MISTAKES = [
     Mistake("weights not normalised",
             "divide the cumulative sum by the total weight (or multiply u by it) before "
             "comparing with u in [0, 1).",
-            wrong=lambda weights, u: _cdf_faces(weights, u, normalise=False)),
+            wrong=lambda weights, u: _cdf_faces(weights, u, normalise=False),
+            detect=any_of(lambda weights, u: _cdf_faces(weights, u, normalise=False),
+                          # the first face whose sum passes u, or face 0 where none does
+                          lambda weights, u: np.argmax(np.cumsum(weights, axis=-1) > u[:, None], axis=-1))),
     Mistake("a face of weight zero can come up",
             "take the first face whose cumulative probability is strictly greater than u "
             "(count cdf <= u); with cdf < u a zero-weight face wins when u lands on a boundary.",
@@ -208,6 +211,11 @@ PPL_MISTAKES = [
             "score the probability the model gave to the token that actually came next, "
             "probs[t, targets[t]].",
             wrong=lambda probs, targets: perplexity(probs, probs.argmax(axis=1))),
+    Mistake("targets shifted by one",
+            "row t of probs is already the model's prediction for targets[t] (the shift was "
+            "made when the predictions were): score probs[t, targets[t]] for every t, not "
+            "probs[t, targets[t + 1]].",
+            wrong=lambda probs, targets: perplexity(probs[:-1], targets[1:])),
 ]
 
 
@@ -298,28 +306,29 @@ def _bptt(dh, cache, accumulate=True, through_time=True, tanh_grad=True, whh_fro
     return dx, dnext, dWxh, dWhh, db
 
 
+_bptt_with = switched(_bptt)  # two of its mistakes at once: ``verdict.identify_pair``
 BPTT_MISTAKES = [
     Mistake("gradients not accumulated over time steps",
             "the weights are shared by every step, so dWxh, dWhh and db are sums over t "
             "(+=), not the last step's value.",
-            wrong=lambda dh, cache: _bptt(dh, cache, accumulate=False)),
+            wrong=_bptt_with(accumulate=False)),
     Mistake("no gradient flowing back through time",
             "h_t also feeds h_{t+1}: add the gradient coming back from step t+1 "
             "(dnext = da_{t+1} @ Whh.T) to dh[:, t].",
-            wrong=lambda dh, cache: _bptt(dh, cache, through_time=False)),
+            wrong=_bptt_with(through_time=False)),
     Mistake("tanh derivative left out",
             "multiply the incoming gradient by tanh'(a_t) = 1 - h_t**2 before the weights.",
-            wrong=lambda dh, cache: _bptt(dh, cache, tanh_grad=False)),
+            wrong=_bptt_with(tanh_grad=False)),
     Mistake("dW_hh computed with h_t instead of h_{t-1}",
             "a_t = ... + h_{t-1} Whh, so dWhh += h_{t-1}.T @ da_t (h0 at t = 0).",
-            wrong=lambda dh, cache: _bptt(dh, cache, whh_from_prev=False)),
+            wrong=_bptt_with(whh_from_prev=False)),
     Mistake("the loop runs forward in time",
             "the gradient reaching h_t comes from step t+1, so it exists only once that step is "
             "done: loop t = T-1 down to 0 (reversed(range(T))).",
-            wrong=lambda dh, cache: _bptt(dh, cache, backwards=False)),
+            wrong=_bptt_with(backwards=False)),
     Mistake("W_hh not transposed when passing the gradient back",
             "the gradient reaching h_{t-1} is da_t @ Whh.T.",
-            wrong=lambda dh, cache: _bptt(dh, cache, transpose=False)),
+            wrong=_bptt_with(transpose=False)),
 ]
 
 
@@ -341,28 +350,29 @@ def _lstm(x, h_prev, c_prev, W, b, gate=sigmoid, cand=np.tanh, swap_if=False, ou
     return (o * np.tanh(c) if out_tanh else o * c), c
 
 
+_lstm_with = switched(_lstm)
 LSTM_MISTAKES = [
     Mistake("gate nonlinearity swapped",
             "the gates i, f, o use the sigmoid (values in (0, 1), how much to let through); "
             "the candidate c_tilde uses tanh.",
-            wrong=lambda **c: _lstm(**c, gate=np.tanh, cand=sigmoid)),
+            wrong=_lstm_with(gate=np.tanh, cand=sigmoid)),
     Mistake("candidate squashed by a sigmoid like the gates",
             "only the gates i, f, o use the sigmoid; the candidate c_tilde uses tanh, so it "
             "can be negative (values in (-1, 1)).",
-            wrong=lambda **c: _lstm(**c, cand=sigmoid)),
+            wrong=_lstm_with(cand=sigmoid)),
     Mistake("forget gate applied to the input instead of the cell",
             "c = f * c_prev + i * c_tilde: f decides how much history to keep, i how much new.",
-            wrong=lambda **c: _lstm(**c, swap_if=True)),
+            wrong=_lstm_with(swap_if=True)),
     Mistake("output without tanh of the cell",
             "h = o * tanh(c): the cell is squashed into (-1, 1) before the output gate.",
-            wrong=lambda **c: _lstm(**c, out_tanh=False)),
+            wrong=_lstm_with(out_tanh=False)),
     Mistake("input concatenated as [x, h_prev]",
             "W acts on [h_prev, x] (h_prev first), as in the CS182 slides' W [h_{t-1}, x_t].",
-            wrong=lambda **c: _lstm(**c, x_first=True)),
+            wrong=_lstm_with(x_first=True)),
     Mistake("gate blocks in the wrong order",
             "the 4H columns of z are i, f, o, c_tilde in that order (torch.nn.LSTM puts the "
             "candidate third: i, f, c_tilde, o).",
-            wrong=lambda **c: _lstm(**c, order="ifco")),
+            wrong=_lstm_with(order="ifco")),
 ]
 
 

@@ -63,6 +63,17 @@ def switchable(factory: Callable[..., Callable]) -> Callable[..., Callable]:
     return make
 
 
+def switched(model: Callable[..., Any]) -> Callable[..., Callable]:
+    """The ``switchable`` factory of a model written as one function with keyword switches,
+    ``model(**case, **switches)``: ``switched(model)(k=v)`` is its mistake with k set to v. Make
+    it once per model (a pair needs both mistakes from one factory)."""
+    @switchable
+    def make(**switches):
+        return lambda **case: model(**case, **switches)
+    make.__name__ = make.__qualname__ = f"switched({model.__name__})"
+    return make
+
+
 def both(first: Callable, second: Callable) -> Callable | None:
     """The model of two mistakes made at once: one ``switchable`` factory with the switches of
     both, or None when they come from different models or set the same switch."""

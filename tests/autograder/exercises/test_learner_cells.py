@@ -745,6 +745,72 @@ CELLS = [
             y = layernorm_forward(y + ffn_forward(y, *p["ffn"])[0], *p["norm2"])[0]
             return y
         """, says=("two mistakes at once", "causal mask missing", "norm2 and norm3 swapped")),
+    Cell('lm.rnn_backward', 'no tanh derivative, and W_hh not transposed', """
+        def rnn_backward(dh, cache):
+            x, h0, Wxh, Whh, h = cache
+            T = x.shape[1]
+            dx = np.zeros_like(x)
+            dWxh, dWhh, db = np.zeros_like(Wxh), np.zeros_like(Whh), np.zeros(Whh.shape[0])
+            grad_h = np.zeros_like(h0)
+            for t in reversed(range(T)):
+                da = dh[:, t] + grad_h
+                h_prev = h[:, t - 1] if t > 0 else h0
+                dx[:, t] = da @ Wxh.T
+                dWxh += x[:, t].T @ da
+                dWhh += h_prev.T @ da
+                db += da.sum(axis=0)
+                grad_h = da @ Whh
+            return dx, grad_h, dWxh, dWhh, db
+        """, says=('two mistakes at once', 'tanh derivative left out', 'W_hh not transposed')),
+    Cell('gpt.block', 'heads split and merged by reshapes alone', """
+        def gpt_block(x, p, n_heads):
+            B, T, d = x.shape
+            dk = d // n_heads
+            W_q, W_k, W_v, W_o = p["attn"]
+            h = layernorm_forward(x, *p["norm1"])[0]
+            q = (h @ W_q).reshape(B, n_heads, T, dk)
+            k = (h @ W_k).reshape(B, n_heads, T, dk)
+            v = (h @ W_v).reshape(B, n_heads, T, dk)
+            s = np.einsum("bhqd,bhkd->bhqk", q, k) / np.sqrt(dk)
+            s = np.where(np.tril(np.ones((T, T), dtype=bool)), s, -np.inf)
+            a = np.exp(s - s.max(-1, keepdims=True))
+            a = a / a.sum(-1, keepdims=True)
+            o = np.einsum("bhqk,bhkd->bhqd", a, v).reshape(B, T, d)
+            x = x + o @ W_o
+            h = layernorm_forward(x, *p["norm2"])[0]
+            return x + ffn_forward(h, *p["ffn"])[0]
+        """, says=('heads split by a reshape alone',)),
+    Cell('lm.roll_die', 'an unnormalised cumulative sum, argmax of the first to pass u', """
+        def roll_die(weights, u):
+            cum = np.cumsum(weights, axis=1)
+            return np.argmax(cum > u[:, None], axis=1)
+        """, says=('weights not normalised',)),
+    Cell('lm.perplexity', 'row t scored against targets[t + 1]', """
+        def perplexity(probs, targets):
+            T = len(targets)
+            p = probs[np.arange(T - 1), targets[1:]]
+            nll = -np.log(p).mean()
+            return np.exp(nll), nll / np.log(2)
+        """, says=('targets shifted by one',)),
+    Cell('flash.online_softmax', 'the row cut by np.array_split', """
+        def online_softmax_stats(s, block_k):
+            lead = s.shape[:-1]
+            m = np.full(lead, -np.inf)
+            lse = np.full(lead, -np.inf)
+            M, L = [], []
+            for b in np.array_split(np.arange(s.shape[-1]), int(np.ceil(s.shape[-1] / block_k))):
+                blk = s[..., b[0]:b[-1] + 1]
+                bm = blk.max(-1)
+                safe = np.where(np.isfinite(bm), bm, 0.0)
+                with np.errstate(divide="ignore"):
+                    blse = safe + np.log(np.exp(blk - safe[..., None]).sum(-1))
+                lse = np.logaddexp(lse, blse)
+                m = np.maximum(m, bm)
+                with np.errstate(invalid="ignore"):
+                    l = np.where(np.isfinite(m), np.exp(lse - m), 0.0)
+                M.append(m); L.append(l)
+            return np.stack(M, -1), np.stack(L, -1)
+        """, says=('cut into equal parts',)),
 ]
 
 
