@@ -382,7 +382,9 @@ def where_wrong(ex: Exercise, failing: list, k: int) -> str | None:
         for index, words in ((0, "first"), (-1, "last")):
             def only(b, axis=axis, index=index):  # a length-1 axis: its one index is both
                 return not np.delete(b, index % b.shape[axis], axis=axis).any()
-            if all(only(b) for b in bad) and any(b.shape[axis] > 1 for b in bad):
+            # evidence: every case has more than one index there, or two cases at least do
+            longer = sum(b.shape[axis] > 1 for b in bad)
+            if all(only(b) for b in bad) and (longer == len(bad) or longer >= 2):
                 return (f"{name} is wrong only at the {words} index of axis {axis}; "
                         "elsewhere it matches: check how that boundary is handled.")
     return None
