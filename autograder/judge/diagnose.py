@@ -385,9 +385,23 @@ def where_wrong(ex: Exercise, failing: list, k: int) -> str | None:
             # evidence: every case has more than one index there, or two cases at least do
             longer = sum(b.shape[axis] > 1 for b in bad)
             if all(only(b) for b in bad) and (longer == len(bad) or longer >= 2):
-                return (f"{name} is wrong only at the {words} index of axis {axis}; "
+                size = _axis_size(ex, [(c, b) for (c, _, _), b in zip(pairs, bad)], axis)
+                return (f"{name} is wrong only at the {words} index of axis {axis}"
+                        f"{f' (the axis of length {size})' if size else ''}; "
                         "elsewhere it matches: check how that boundary is handled.")
     return None
+
+
+def _axis_size(ex: Exercise, cases: list, axis: int) -> str | None:
+    """The one named size (``Exercise.dims``) that is the length of ``axis`` in every case,
+    T, say: the words for an axis that a learner knows by name; None where none or several is."""
+    if ex.dims is None:
+        return None
+    names = None
+    for case, b in cases:
+        here = {k for k, v in ex.dims(case).items() if int(v) == b.shape[axis]}
+        names = here if names is None else names & here
+    return next(iter(names)) if names and len(names) == 1 else None
 
 
 def _mask_region(pairs, bad) -> str | None:

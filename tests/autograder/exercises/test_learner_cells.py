@@ -720,7 +720,7 @@ CELLS = [
                 db += da.sum(axis=0)
                 dnext = da @ Whh.T
             return dx, dnext, dWxh, dWhh, db
-        """, says=("`dx` is wrong only at the first index of axis -2",)),
+        """, says=("`dx` is wrong only at the first index of axis -2 (the axis of length T)",)),
     Cell('lm.ngram_probs', 'k times counts.size (every entry) for k times vocab_size', """
         def ngram_probs(counts, k=0.0):
             counts = counts.astype(float)
