@@ -687,14 +687,18 @@ DECODE_FEATURES = shape_features(**{
         lambda c: "beam_size" in c and _cut_tie(c)})
 
 
+_MOST_BEAMS = 20_000  # live beams the per-beam mistake's model keeps before it gives up
+
+
 def _beam_with(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0, *,
                probabilities=False, stop_at_eos=True, extra_length=0, raw_score=False, product=False,
-               stop_at_first=False):
+               stop_at_first=False, per_beam=False):
     """``beam_search`` with a mistake: probabilities summed instead of log-probabilities, or
     multiplied (``product``: the same ranking while searching, another score to normalise),
     eos not finishing a beam, bos counted in the length, the score returned before
-    normalisation (the reference is kept free of these switches, so that its mutants are the
-    learner's).
+    normalisation, each beam's own best tokens all kept (``per_beam``: the beam grows; past
+    ``_MOST_BEAMS`` the model raises, and so does not apply) (the reference is kept free of
+    these switches, so that its mutants are the learner's).
     """
     beams = np.full((1, 1), bos, dtype=np.int64)  # (B, t) live prefixes, best first
     scores = np.ones(1) if product else np.zeros(1)  # (n,) their summed log-probabilities
@@ -704,6 +708,11 @@ def _beam_with(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0,
         cand = (scores[:, None] * np.exp(logp) if product else
                 scores[:, None] + (np.exp(logp) if probabilities else logp)).ravel()  # (n*V,)
         kept = np.argsort(-cand, kind="stable")[:beam_size]  # best first; ties keep (beam, token)
+        if per_beam:
+            if len(beams) * beam_size > _MOST_BEAMS:
+                raise RuntimeError("the beam grew past the model's bound")
+            top = np.argsort(-logp, axis=1, kind="stable")[:, :beam_size]  # (B, beam_size)
+            kept = (np.arange(len(beams))[:, None] * logp.shape[1] + top).ravel()
         beam, token = np.divmod(kept, logp.shape[1])
         seqs = np.concatenate([beams[beam], token[:, None]], axis=1)  # (B, t+1)
         done = (token == eos) & stop_at_eos
@@ -861,6 +870,11 @@ BEAM_MISTAKES = (
             "go on while live beams remain (up to max_len): a longer output found later can have "
             "a better normalised score than the first one to finish.",
             _on_table(_beam_with, stop_at_first=True)),
+    Mistake("each beam's own best tokens kept, not the best of all",
+            "rank every candidate of every beam together (scores[:, None] + log_probs, "
+            "flattened) and keep only the beam_size best overall: a top-beam_size per beam, all "
+            "kept, makes the beam grow beam_size times at every step.",
+            _on_table(_beam_with, per_beam=True)),
     Mistake("no length normalisation", "compare finished sequences by score / length ** alpha "
             "(length counts the tokens after bos, eos included) and return that score.",
             _on_table(beam_search, alpha=0.0)),

@@ -817,6 +817,28 @@ CELLS = [
             cdf = np.cumsum(probs, axis=1)
             return (cdf <= u[:, None]).sum(axis=1)
         """, says=("The failing cases all have u just below 1",), never=("first index",)),
+    Cell('encdec.beam_search', "each beam's own best tokens all kept: the beam grows", """
+        def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
+            live = [([bos], 0.0)]
+            finished = []
+            for _ in range(max_len):
+                logp = next_log_probs(np.array([seq for seq, _ in live]))
+                new_live = []
+                for (seq, s), row in zip(live, logp):
+                    for tok in np.argsort(-row, kind="stable")[:beam_size]:
+                        cand = (seq + [int(tok)], s + row[tok])
+                        if tok == eos:
+                            finished.append(cand)
+                        else:
+                            new_live.append(cand)
+                live = new_live
+                if not live:
+                    break
+            pool = finished or live
+            normed = [s / (len(seq) - 1) ** alpha for seq, s in pool]
+            b = int(np.argmax(normed))
+            return np.array(pool[b][0][1:]), float(normed[b])
+        """, says=("each beam's own best tokens kept",)),
 ]
 
 
