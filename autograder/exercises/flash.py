@@ -216,18 +216,19 @@ def _causal_tile(S, q0, k0, offset):
 def tiled_forward(Q, K, V, causal=False, block_q=4, block_k=4, *, rescale_out=True,
                   rescale_l=1, alpha_after_update=False, old_max=False, divide_inside=False,
                   lse_early=None, lse_without_max=False, diagonal_skipped=False,
-                  top_left=False, guard_max=True, guard_l=True):
+                  top_left=False, guard_max=True, guard_l=True, scaled=True):
     """FlashAttention's forward, tile by tile: out (..., T_q, d_v) and lse (..., T_q).
 
     The keyword-only switches model mistakes (see FORWARD_MISTAKES for each in words).
     ``lse_early`` (a number): lse is taken at the top of each key step, before that step's
     update, and is this number for queries whose key loop never runs (how lse was
     initialised). ``guard_max`` False exponentiates against a -inf maximum; ``guard_l``
-    False divides by l = 0.
+    False divides by l = 0; ``top_left`` "mask" aligns the mask top-left and the loop's causal
+    stop right.
     """
     T_q, T_k, d_k = Q.shape[-2], K.shape[-2], Q.shape[-1]
-    offset = 0 if top_left else T_k - T_q
-    scale = 1.0 / np.sqrt(d_k)
+    offset = 0 if top_left is True else T_k - T_q  # "mask": the tiles' mask alone top-left
+    scale = 1.0 / np.sqrt(d_k) if scaled else 1.0
     lead = Q.shape[:-2]
     out = np.zeros(lead + (T_q, V.shape[-1]))
     lse = np.zeros(lead + (T_q,))
@@ -243,7 +244,7 @@ def tiled_forward(Q, K, V, causal=False, block_q=4, block_k=4, *, rescale_out=Tr
                 with np.errstate(divide="ignore"):
                     lse_i = m + np.log(l)
             S = Qi @ _swapT(K[..., k0:k0 + block_k, :]) * scale
-            S = _causal_tile(S, q0, k0, offset) if causal else S
+            S = _causal_tile(S, q0, k0, 0 if top_left else offset) if causal else S
             m_new = np.maximum(m, S.max(axis=-1))
             shift = finite_shift(m_new) if guard_max else m_new
             alpha = np.ones_like(m) if alpha_after_update else np.exp(m - shift)
@@ -403,7 +404,10 @@ FORWARD_MISTAKES = (
     Mistake("causal mask aligned top-left instead of bottom-right",
             "with T_q ≠ T_k the queries are the last T_q positions: query i sits at position "
             "i + T_k - T_q and sees keys j <= i + T_k - T_q (as causal_mask(T_q, T_k) in "
-            "notebook 02).", _forward_with(top_left=True)),
+            "notebook 02).", _forward_with(top_left=True),
+            detect=any_of(*(_forward_with(top_left=v) for v in (True, "mask")))),  # the loop's stop right, or not
+    Mistake("scores not scaled", "S = Q_i K_j^T / sqrt(d_k), as in notebook 02: without the "
+            "scale the softmax is too peaked for large d_k.", _forward_with(scaled=False)),
     Mistake("a query with no key gives NaN",
             "a query that sees no key has m = -inf and l = 0: exponentiate against 0 where "
             "m_new is -inf, divide by 1 where l is 0, so that it gets out = 0 and lse = -inf.",
@@ -488,7 +492,8 @@ def tiled_backward(dout, Q, K, V, out, lse, causal=False, block_q=4, block_k=4, 
     The keyword-only switches model mistakes (see BACKWARD_MISTAKES); ``scale_twice`` is
     "dK" (Q scaled before the scores, and dK scaled again) or "both" (dS and dQ, dK scaled);
     ``top_left`` True (the causal tiles and the key loop's stop aligned top-left) or "mask"
-    (the tiles' mask alone); ``tile_softmax`` is "guarded" (a row of -inf gets weights 0) or "plain" (NaN there).
+    (the tiles' mask alone); ``tile_softmax`` is "guarded" (a row of -inf gets weights 0) or "plain" (NaN there);
+    ``scaled`` False leaves dQ and dK unscaled, "dQ" or "dK" scales that one alone.
     """
     T_q, T_k = Q.shape[-2], K.shape[-2]
     offset = 0 if top_left is True else T_k - T_q  # "mask": the tiles' mask alone top-left
@@ -516,9 +521,11 @@ def tiled_backward(dout, Q, K, V, out, lse, causal=False, block_q=4, block_k=4, 
             dA = dOi @ _swapT(Vj)
             Di = (dA * A).sum(axis=-1) if D_from_tile else delta[..., q0:q0 + rows]
             dS = A * (dA - Di[..., None]) if use_D else A * dA
-            s = (scale if scaled else 1.0) * (scale if scale_twice == "both" else 1.0)
-            dQ[..., q0:q0 + rows, :] += dS @ Kj * s
-            dK[..., k0:k0 + block_k, :] += (_swapT(dS) if dk_transpose else dS) @ Qk * s
+            s = scale if scale_twice == "both" else 1.0
+            s_q = s * (scale if scaled in (True, "dQ") else 1.0)
+            s_k = s * (scale if scaled in (True, "dK") else 1.0)
+            dQ[..., q0:q0 + rows, :] += dS @ Kj * s_q
+            dK[..., k0:k0 + block_k, :] += (_swapT(dS) if dk_transpose else dS) @ Qk * s_k
     return dQ, dK, dV
 
 
@@ -567,6 +574,12 @@ BACKWARD_MISTAKES = (
     Mistake("dQ and dK not scaled",
             "the scores are divided by sqrt(d_k), so dQ and dK are too.",
             _backward_with(scaled=False)),
+    Mistake("dK not scaled",
+            "dK_j += dS^T Q_i / sqrt(d_k): the scale of the scores reaches dK as it reaches dQ.",
+            _backward_with(scaled="dQ")),
+    Mistake("dQ not scaled",
+            "dQ_i += dS K_j / sqrt(d_k): the scale of the scores reaches dQ as it reaches dK.",
+            _backward_with(scaled="dK")),
     Mistake("dK accumulated without the transpose",
             "dK_j += dS^T Q_i / sqrt(d_k): one row per key. dS @ Q_i only has the right shape "
             "when the tile is square (block_q = block_k, full blocks), and is wrong there too.",

@@ -381,7 +381,7 @@ PROBS_EQUIVALENT = {
 # ============================================================================ the KV cache
 def stepped(idx, params, n_heads, *, whole_prefix=False, fixed_position=False,
             mask_first_key=False, attend_before_append=False, shared_cache=False, final_norm=True,
-            no_cache=False, kv_from_x=False):
+            no_cache=False, kv_from_x=False, last_only=False):
     """What a KV-cached step returns for every position of idx (B, T): logits (B, T, vocab_size).
 
     The right step equals ``gpt_forward``: for the new token at position t, its keys and
@@ -420,6 +420,8 @@ def stepped(idx, params, n_heads, *, whole_prefix=False, fixed_position=False,
             vs.append(new_v)
             if not attend_before_append:
                 K, V = np.concatenate(ks, axis=-2), np.concatenate(vs, axis=-2)
+            if last_only:  # the cache keeps the newest key and value alone
+                ks[:], vs[:] = [new_k], [new_v]
             if K is None:
                 heads = np.zeros_like(q)
             else:
@@ -472,6 +474,10 @@ STEP_MISTAKES = (
             "each new token attends to itself alone: store every step's keys and values in "
             "cache (cache[layer] = (K, V) after appending) so that the next step finds them.",
             _stepped_with(no_cache=True)),
+    Mistake("the cache keeps only the newest key and value",
+            "store what the step attended to, every key and value so far with the new ones "
+            "appended (cache[layer] = (K, V)), not the new token's alone: the next step must "
+            "find all the earlier ones.", _stepped_with(last_only=True)),
     Mistake("final layer norm missing", "after the last block comes LN_f = params['norm_f'], "
             "then the output layer, at every step as in gpt_forward.", _stepped_with(final_norm=False)),
 )

@@ -288,14 +288,14 @@ def _bptt_cases(rng, hidden):
 
 
 def _bptt(dh, cache, accumulate=True, through_time=True, tanh_grad=True, whh_from_prev=True,
-          transpose=True, backwards=True):
+          transpose=True, backwards=True, tanh_of_prev=False):
     x, h0, Wxh, Whh, h = cache
     dx, dWxh, dWhh = np.zeros_like(x), np.zeros_like(Wxh), np.zeros_like(Whh)
     db, dnext = np.zeros(Whh.shape[0]), np.zeros_like(h0)
     for t in reversed(range(x.shape[1])) if backwards else range(x.shape[1]):
         h_prev = h[:, t - 1] if t > 0 else h0
         g = dh[:, t] + (dnext if through_time else 0.0)
-        da = g * (1.0 - h[:, t] ** 2) if tanh_grad else g
+        da = g * (1.0 - (h_prev if tanh_of_prev else h[:, t]) ** 2) if tanh_grad else g
         dx[:, t] = da @ Wxh.T
         steps = (x[:, t].T @ da, (h_prev if whh_from_prev else h[:, t]).T @ da, da.sum(0))
         if accumulate:
@@ -319,6 +319,9 @@ BPTT_MISTAKES = [
     Mistake("tanh derivative left out",
             "multiply the incoming gradient by tanh'(a_t) = 1 - h_t**2 before the weights.",
             wrong=_bptt_with(tanh_grad=False)),
+    Mistake("tanh derivative taken at h_{t-1}",
+            "h_t = tanh(a_t), so dh_t/da_t = 1 - h_t**2, with the step's own output h_t, not "
+            "the previous one.", wrong=_bptt_with(tanh_of_prev=True)),
     Mistake("dW_hh computed with h_t instead of h_{t-1}",
             "a_t = ... + h_{t-1} Whh, so dWhh += h_{t-1}.T @ da_t (h0 at t = 0).",
             wrong=_bptt_with(whh_from_prev=False)),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.judge.exercise import Exercise, Mistake
+from autograder.judge.exercise import Exercise, Mistake, any_of
 from autograder.judge.features import shape_features
 from course_lib.positional import apply_rope, rotation_matrix, sinusoidal_encoding
 
@@ -180,6 +180,20 @@ def _rope_halves(x, positions, sign=1.0):
     return np.concatenate([c * a - s * b, s * a + c * b], axis=-1)
 
 
+def _rope_overwritten(x, positions, first=0):
+    """RoPE written into one array in two steps, the second reading the first's new values:
+    ``first`` 0 rotates the even entries first, 1 the odd ones."""
+    d = x.shape[-1]
+    theta = np.asarray(positions, float)[:, None] * 10000.0 ** (-2.0 * np.arange(d // 2) / d)
+    c, s = np.cos(theta), np.sin(theta)
+    out = np.array(np.broadcast_to(x, np.broadcast_shapes(np.shape(x), (theta.shape[0], d))), float)
+    steps = [(0, lambda: c * out[..., 0::2] - s * out[..., 1::2]),
+             (1, lambda: s * out[..., 0::2] + c * out[..., 1::2])]
+    for parity, value in steps[first:] + steps[:first]:
+        out[..., parity::2] = value()
+    return out
+
+
 ROPE_MISTAKES = [
     Mistake("RoPE pairing convention mixed",
             "this course rotates adjacent pairs (x[2i], x[2i+1]), the same pairs as A(tau); you "
@@ -193,6 +207,12 @@ ROPE_MISTAKES = [
     Mistake("RoPE pairing convention mixed and rotation sign flipped",
             "pair adjacent dimensions (2i, 2i+1), and use RoPE's blocks [[cos, -sin], [sin, cos]].",
             wrong=lambda x, positions: _rope_halves(x, positions, sign=-1.0)),
+    Mistake("one half of each pair rotated from the other's new value",
+            "out[2i] and out[2i+1] both come from the old x[2i] and x[2i+1]: writing the even "
+            "entries into x first, then the odd ones from them, uses a rotated x[2i]. Compute "
+            "both into a new array (or keep copies of the old halves).",
+            wrong=_rope_overwritten,
+            detect=any_of(_rope_overwritten, lambda x, positions: _rope_overwritten(x, positions, first=1))),
     Mistake("encoding added instead of rotating",
             "RoPE does not add P[t]: it rotates each pair of x by the angle omega_i * t.",
             wrong=lambda x, positions: x + sinusoidal_encoding(positions, x.shape[-1])),

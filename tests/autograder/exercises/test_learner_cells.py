@@ -839,6 +839,157 @@ CELLS = [
             b = int(np.argmax(normed))
             return np.array(pool[b][0][1:]), float(normed[b])
         """, says=("each beam's own best tokens kept",)),
+    Cell('flash.forward', 'no 1/sqrt(d_k) on the tiles', """
+        def flash_forward(Q, K, V, causal=False, block_q=16, block_k=16):
+            Tq, Tk = Q.shape[-2], K.shape[-2]
+            sc = 1.0
+            lead = Q.shape[:-2]
+            out = np.zeros(lead + (Tq, V.shape[-1]))
+            lse = np.zeros(lead + (Tq,))
+            for q0 in range(0, Tq, block_q):
+                Qi = Q[..., q0:q0 + block_q, :]
+                r = Qi.shape[-2]
+                m = np.full(lead + (r,), -np.inf); l = np.zeros(lead + (r,))
+                acc = np.zeros(lead + (r, V.shape[-1]))
+                end = min(Tk, q0 + r + Tk - Tq) if causal else Tk
+                for k0 in range(0, max(end, 0), block_k):
+                    S = Qi @ np.swapaxes(K[..., k0:k0 + block_k, :], -1, -2) * sc
+                    if causal:
+                        qpos = np.arange(q0, q0 + r)[:, None] + Tk - Tq
+                        kpos = np.arange(k0, k0 + S.shape[-1])[None, :]
+                        S = np.where(kpos <= qpos, S, -np.inf)
+                    mn = np.maximum(m, S.max(-1))
+                    ref = np.where(np.isfinite(mn), mn, 0.0)
+                    a = np.exp(m - ref)
+                    P = np.exp(S - ref[..., None])
+                    l = a * l + P.sum(-1)
+                    acc = a[..., None] * acc + P @ V[..., k0:k0 + block_k, :]
+                    m = mn
+                out[..., q0:q0 + r, :] = acc / np.where(l == 0, 1.0, l)[..., None]
+                with np.errstate(divide="ignore"):
+                    lse[..., q0:q0 + r] = m + np.log(l)
+            return out, lse
+        """, says=('scores not scaled',)),
+    Cell('flash.forward', 'the mask without the T_k - T_q offset, the loop stop with it', """
+        def flash_forward(Q, K, V, causal=False, block_q=16, block_k=16):
+            Tq, Tk = Q.shape[-2], K.shape[-2]
+            sc = 1.0 / np.sqrt(Q.shape[-1])
+            lead = Q.shape[:-2]
+            out = np.zeros(lead + (Tq, V.shape[-1]))
+            lse = np.zeros(lead + (Tq,))
+            for q0 in range(0, Tq, block_q):
+                Qi = Q[..., q0:q0 + block_q, :]
+                r = Qi.shape[-2]
+                m = np.full(lead + (r,), -np.inf); l = np.zeros(lead + (r,))
+                acc = np.zeros(lead + (r, V.shape[-1]))
+                end = min(Tk, q0 + r + Tk - Tq) if causal else Tk
+                for k0 in range(0, max(end, 0), block_k):
+                    S = Qi @ np.swapaxes(K[..., k0:k0 + block_k, :], -1, -2) * sc
+                    if causal:
+                        qpos = np.arange(q0, q0 + r)[:, None] 
+                        kpos = np.arange(k0, k0 + S.shape[-1])[None, :]
+                        S = np.where(kpos <= qpos, S, -np.inf)
+                    mn = np.maximum(m, S.max(-1))
+                    ref = np.where(np.isfinite(mn), mn, 0.0)
+                    a = np.exp(m - ref)
+                    P = np.exp(S - ref[..., None])
+                    l = a * l + P.sum(-1)
+                    acc = a[..., None] * acc + P @ V[..., k0:k0 + block_k, :]
+                    m = mn
+                out[..., q0:q0 + r, :] = acc / np.where(l == 0, 1.0, l)[..., None]
+                with np.errstate(divide="ignore"):
+                    lse[..., q0:q0 + r] = m + np.log(l)
+            return out, lse
+        """, says=('causal mask aligned top-left',)),
+    Cell('flash.backward', 'dK without the scale', """
+        def flash_backward(dout, Q, K, V, out, lse, causal=False, block_q=16, block_k=16):
+            Tq, Tk = Q.shape[-2], K.shape[-2]
+            sc = 1.0 / np.sqrt(Q.shape[-1])
+            D = (dout * out).sum(-1)
+            L = np.where(np.isfinite(lse), lse, np.inf)
+            dQ, dK, dV = np.zeros_like(Q), np.zeros_like(K), np.zeros_like(V)
+            for q0 in range(0, Tq, block_q):
+                Qi, dO = Q[..., q0:q0 + block_q, :], dout[..., q0:q0 + block_q, :]
+                r = Qi.shape[-2]
+                end = min(Tk, q0 + r + Tk - Tq) if causal else Tk
+                for k0 in range(0, max(end, 0), block_k):
+                    Kj, Vj = K[..., k0:k0 + block_k, :], V[..., k0:k0 + block_k, :]
+                    S = Qi @ np.swapaxes(Kj, -1, -2) * sc
+                    if causal:
+                        qpos = np.arange(q0, q0 + r)[:, None] + Tk - Tq
+                        S = np.where(np.arange(k0, k0 + S.shape[-1]) <= qpos, S, -np.inf)
+                    P = np.exp(S - L[..., q0:q0 + r, None])
+                    dV[..., k0:k0 + block_k, :] += np.swapaxes(P, -1, -2) @ dO
+                    dP = dO @ np.swapaxes(Vj, -1, -2)
+                    dS = P * (dP - D[..., q0:q0 + r, None])
+                    dQ[..., q0:q0 + r, :] += dS @ Kj * sc
+                    dK[..., k0:k0 + block_k, :] += np.swapaxes(dS, -1, -2) @ Qi
+            return dQ, dK, dV
+        """, says=('dK not scaled',)),
+    Cell('gpt.kv_step', 'the cache keeps the new key and value only', """
+        def gpt_step(token, pos, cache, params, n_heads):
+            x = params["W_E"][token][:, None, :] + params["W_P"][pos]
+            for L, blk in enumerate(params["blocks"]):
+                Wq, Wk, Wv, Wo = blk["attn"]
+                h = layernorm_forward(x, *blk["norm1"])[0]
+                q = split_heads(h @ Wq, n_heads)
+                k_new, v_new = split_heads(h @ Wk, n_heads), split_heads(h @ Wv, n_heads)
+                if L in cache:
+                    K = np.concatenate([cache[L][0], k_new], axis=2)
+                    V = np.concatenate([cache[L][1], v_new], axis=2)
+                else:
+                    K, V = k_new, v_new
+                cache[L] = (k_new, v_new)
+                x = x + merge_heads(attention_forward(q, K, V)[0]) @ Wo
+                x = x + ffn_forward(layernorm_forward(x, *blk["norm2"])[0], *blk["ffn"])[0]
+            x = layernorm_forward(x, *params["norm_f"])[0]
+            return (x @ params["W_E"].T)[:, 0]
+        """, says=('keeps only the newest key and value',)),
+    Cell('lm.rnn_backward', "tanh's derivative at h_{t-1}", """
+        def rnn_backward(dh, cache):
+            x, h0, Wxh, Whh, h = cache
+            B, T, _ = x.shape
+            dx = np.zeros_like(x)
+            dWxh = np.zeros_like(Wxh); dWhh = np.zeros_like(Whh); db = np.zeros(Whh.shape[0])
+            carry = np.zeros_like(h0)
+            for t in range(T - 1, -1, -1):
+                hprev = h[:, t - 1] if t > 0 else h0
+                da = (dh[:, t] + carry) * (1 - hprev ** 2)
+                dx[:, t] = da @ Wxh.T
+                dWxh += x[:, t].T @ da
+                dWhh += hprev.T @ da
+                db += da.sum(axis=0)
+                carry = da @ Whh.T
+            return dx, carry, dWxh, dWhh, db
+        """, says=('tanh derivative taken at h_{t-1}',)),
+    Cell('lm.rnn_backward', "tanh's derivative at h_{t-1}, and W_hh not transposed", """
+        def rnn_backward(dh, cache):
+            x, h0, Wxh, Whh, h = cache
+            B, T, _ = x.shape
+            dx = np.zeros_like(x)
+            dWxh = np.zeros_like(Wxh); dWhh = np.zeros_like(Whh); db = np.zeros(Whh.shape[0])
+            carry = np.zeros_like(h0)
+            for t in range(T - 1, -1, -1):
+                hprev = h[:, t - 1] if t > 0 else h0
+                da = (dh[:, t] + carry) * (1 - hprev ** 2)
+                dx[:, t] = da @ Wxh.T
+                dWxh += x[:, t].T @ da
+                dWhh += hprev.T @ da
+                db += da.sum(axis=0)
+                carry = da @ Whh
+            return dx, carry, dWxh, dWhh, db
+        """, says=('two mistakes at once', 'tanh derivative taken at h_{t-1}', 'W_hh not transposed')),
+    Cell('positional.rope', 'the odd entries rotated from the new even ones', """
+        def apply_rope(x, positions):
+            d = x.shape[-1]
+            w = 1.0 / 10000 ** (np.arange(0, d, 2) / d)
+            th = np.asarray(positions, dtype=float)[:, None] * w
+            c, s = np.cos(th), np.sin(th)
+            x = x.astype(float)
+            x[..., 0::2] = c * x[..., 0::2] - s * x[..., 1::2]
+            x[..., 1::2] = s * x[..., 0::2] + c * x[..., 1::2]
+            return x
+        """, says=("rotated from the other's new value",)),
 ]
 
 
