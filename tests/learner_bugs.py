@@ -94,8 +94,6 @@ N01 = [
         "(1 - h[:, t] ** 2)", "(1 - h[:, t]) ** 2", ("bracket", "1 - h", "precedence")),
     Bug("lm.rnn_backward", "db averaged over the batch instead of summed",
         "db += da.sum(axis=0)", "db += da.mean(axis=0)", ("mean", "1/b", "average")),
-    Bug("lm.rnn_backward", "h_prev at t = 0 taken as h[:, -1] instead of h0",
-        "h_prev = h[:, t - 1] if t > 0 else h0", "h_prev = h[:, t - 1]", ("h0", "t = 0", "h[:, -1]")),
     Bug("lm.lstm_cell", "h from tanh of the previous cell instead of the new one",
         "h = o * np.tanh(c)", "h = o * np.tanh(c_prev)", ("c_prev",)),
     Bug("lm.lstm_cell", "bias b forgotten",

@@ -232,12 +232,20 @@ def _rnn_cases(rng, hidden):
     return [_rnn_case(rng, *s) for s in spec]
 
 
-def _rnn_variant(x, h0, Wxh, Whh, b, f=np.tanh, carry=True, transpose=False, shifted=False):
+def _rnn_variant(x, h0, Wxh, Whh, b, f=np.tanh, carry=True, transpose=False, shifted=False,
+                 pre_stored=False):
+    """The hidden states with a mistake: ``shifted`` stores h_{t-1} at slot t (h0 at slot 0, or
+    zeros there with "zeros"), ``pre_stored`` stores the pre-activation a_t while the
+    recurrence carries f(a_t)."""
     h_prev, hs = h0, []
     W = Whh.T if transpose else Whh
     for t in range(x.shape[1]):
-        new = f(x[:, t] @ Wxh + (h_prev if carry else h0) @ W + b)
-        hs.append(h_prev if shifted else new)
+        a = x[:, t] @ Wxh + (h_prev if carry else h0) @ W + b
+        new = f(a)
+        if shifted:
+            hs.append(np.zeros_like(h0) if t == 0 and shifted == "zeros" else h_prev)
+        else:
+            hs.append(a if pre_stored else new)
         h_prev = new
     return np.stack(hs, axis=1)
 
@@ -274,7 +282,13 @@ RNN_MISTAKES = [
             wrong=_with_cache(lambda **c: _rnn_variant(**c, f=sigmoid))),
     Mistake("hidden states shifted by one step",
             "h[:, t] is the state after reading x[:, t]; store it after the update, not before.",
-            wrong=_with_cache(lambda **c: _rnn_variant(**c, shifted=True))),
+            wrong=_with_cache(lambda **c: _rnn_variant(**c, shifted=True)),
+            detect=any_of(*(_with_cache(lambda how=how, **c: _rnn_variant(**c, shifted=how))
+                            for how in (True, "zeros")))),  # slot 0: h0, or left at zero
+    Mistake("pre-activation stored in h",
+            "h[:, t] holds the state itself, h_t = tanh(a_t), not a_t = x_t Wxh + h_{t-1} Whh + b "
+            "(the backward reads 1 - h_t**2 from it).",
+            wrong=_with_cache(lambda **c: _rnn_variant(**c, pre_stored=True))),
 ]
 
 
@@ -288,12 +302,12 @@ def _bptt_cases(rng, hidden):
 
 
 def _bptt(dh, cache, accumulate=True, through_time=True, tanh_grad=True, whh_from_prev=True,
-          transpose=True, backwards=True, tanh_of_prev=False):
+          transpose=True, backwards=True, tanh_of_prev=False, wraps=False):
     x, h0, Wxh, Whh, h = cache
     dx, dWxh, dWhh = np.zeros_like(x), np.zeros_like(Wxh), np.zeros_like(Whh)
     db, dnext = np.zeros(Whh.shape[0]), np.zeros_like(h0)
     for t in reversed(range(x.shape[1])) if backwards else range(x.shape[1]):
-        h_prev = h[:, t - 1] if t > 0 else h0
+        h_prev = h[:, t - 1] if t > 0 or wraps else h0  # wraps: h[:, -1] at t = 0, the last state
         g = dh[:, t] + (dnext if through_time else 0.0)
         da = g * (1.0 - (h_prev if tanh_of_prev else h[:, t]) ** 2) if tanh_grad else g
         dx[:, t] = da @ Wxh.T
@@ -319,6 +333,9 @@ BPTT_MISTAKES = [
     Mistake("tanh derivative left out",
             "multiply the incoming gradient by tanh'(a_t) = 1 - h_t**2 before the weights.",
             wrong=_bptt_with(tanh_grad=False)),
+    Mistake("h[:, t - 1] at t = 0 (the last state, not h0)",
+            "at t = 0 the previous state is h0: h[:, -1] is Python's last entry, the final "
+            "state. Use h_prev = h[:, t - 1] if t > 0 else h0.", wrong=_bptt_with(wraps=True)),
     Mistake("tanh derivative taken at h_{t-1}",
             "h_t = tanh(a_t), so dh_t/da_t = 1 - h_t**2, with the step's own output h_t, not "
             "the previous one.", wrong=_bptt_with(tanh_of_prev=True)),

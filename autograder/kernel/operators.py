@@ -440,7 +440,8 @@ def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
     leak), a condition negated, a ``range`` stop ``T - step + 1`` made ``T`` (the last, shorter
     block), a subscript that only adds axes dropped, an axis given to ``np.split`` and kin,
     ``[0]`` after a call of one's own function (the first of the tuple it returns), and ``a.size``
-    made the length of one axis."""
+    made the length of one axis, and an axis given by position to a reduction changed (in one
+    place, or the same axis in every reduction of a line made -1)."""
     sites = []
     in_signature = {id(n) for n in ast.walk(tree.args)}
     parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
@@ -496,6 +497,15 @@ def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
             add(node, copy.deepcopy(node.value.args[0]), "function")
         if isinstance(node, (ast.Assign, ast.Return)) and isinstance(node.value, ast.BinOp):
             sites += [Site(index[id(node.value)], new, "brackets", "") for new in _bracketings(node.value)]
+        if isinstance(node, (ast.Assign, ast.Return)) and node.value is not None:
+            axes = {node.args[-1].value for node in ast.walk(node.value) if _positional_axis(node) is not None}
+            if len(axes) == 1 and axes != {-1} and sum(_positional_axis(n) is not None for n in ast.walk(node.value)) > 1:
+                new = copy.deepcopy(node.value)  # the same axis, repeated in one line: each made -1
+                for call in ast.walk(new):
+                    if _positional_axis(call) is not None:
+                        call.args[-1] = ast.Constant(-1)
+                sites.append(Site(index[id(node.value)], new, "axes",  # told in words: the line is long
+                                  f"with axis `-1` in place of `{axes.pop()}` in each of its reductions"))
         if loaded and isinstance(node, ast.Subscript) and _adds_axes(node.slice):
             add(node, copy.deepcopy(node.value), "bound")  # `mask[:, None]` -> `mask`
         if isinstance(node, (ast.If, ast.IfExp, ast.While)):  # a condition the wrong way round
@@ -514,6 +524,12 @@ def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
                 add(node, call_with(node, axis="-1"), "axis")
                 if name not in _NO_KEEPDIMS:
                     add(node, call_with(node, axis="-1", keepdims="True"), "axis")
+            elif _positional_axis(node) is not None:
+                for other in ("-1", *axis_names):  # an axis given by position: `g.mean(0)`
+                    if ast.unparse(node.args[-1]) != other:
+                        new = copy.deepcopy(node)
+                        new.args[-1] = ast.parse(other, mode="eval").body
+                        add(node, new, "axis")
             elif name in _REDUCTIONS and axis is not None:
                 if _keyword(node, "keepdims") is None and name not in _NO_KEEPDIMS:
                     add(node, call_with(node, keepdims="True"), "keepdims")
@@ -605,6 +621,17 @@ def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
                     new.body.insert(i, new.body[i].body.pop(0))
                     add(node, new, "statement", stmt.body[0])
     return sites
+
+
+def _positional_axis(node) -> ast.Constant | None:
+    """The axis given by position to a reduction (``np.sum(a, 0)``, ``a.mean(1)``), an int
+    constant; None for any other node."""
+    if not isinstance(node, ast.Call) or _call_name(node) not in _REDUCTIONS or _keyword(node, "axis"):
+        return None
+    np_style = isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+        and node.func.value.id in ("np", "numpy")
+    last = node.args[-1] if len(node.args) == (2 if np_style else 1) else None
+    return last if isinstance(last, ast.Constant) and type(last.value) is int else None
 
 
 def _in_product(node, parents) -> set[str]:

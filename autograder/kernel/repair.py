@@ -171,6 +171,8 @@ def _describe(site, nodes, parents, lines, host: str, main: str) -> tuple[str, s
         return None
     line = lines[stmt.lineno - 1].strip()
     where = "" if host == main else f" (in your `{host}`)"
+    if site.family == "axes":  # one change made in several places of the line, said in words
+        return line, site.words + where
     if site.line is not None:
         place = _where(site.line, site.new)
         what = "without this line" if not place else f"with this line {place}" if place != "elsewhere" else None

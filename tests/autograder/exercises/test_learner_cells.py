@@ -990,6 +990,56 @@ CELLS = [
             x[..., 1::2] = s * x[..., 0::2] + c * x[..., 1::2]
             return x
         """, says=("rotated from the other's new value",)),
+    Cell('lm.rnn_forward', 'the pre-activation stored in h', """
+        def rnn_forward(x, h0, Wxh, Whh, b):
+            B, T, _ = x.shape
+            h = np.zeros((B, T, Whh.shape[0]))
+            prev = h0
+            for t in range(T):
+                a = x[:, t] @ Wxh + prev @ Whh + b
+                h[:, t] = a
+                prev = np.tanh(a)
+            return h, (x, h0, Wxh, Whh, h)
+        """, says=('pre-activation stored in h',)),
+    Cell('lm.rnn_forward', 'h_t stored at slot t + 1, slot 0 left at zero', """
+        def rnn_forward(x, h0, Wxh, Whh, b):
+            B, T, _ = x.shape
+            h = np.zeros((B, T, Whh.shape[0]))
+            prev = h0
+            for t in range(T):
+                prev = np.tanh(x[:, t] @ Wxh + prev @ Whh + b)
+                if t + 1 < T:
+                    h[:, t + 1] = prev
+            return h, (x, h0, Wxh, Whh, h)
+        """, says=('hidden states shifted by one step',)),
+    Cell('lm.rnn_backward', 'h[:, t - 1] at t = 0 wraps to the last state', """
+        def rnn_backward(dh, cache):
+            x, h0, Wxh, Whh, h = cache
+            B, T, _ = x.shape
+            dx = np.zeros_like(x)
+            dWxh = np.zeros_like(Wxh); dWhh = np.zeros_like(Whh); db = np.zeros(Whh.shape[0])
+            carry = np.zeros_like(h0)
+            for t in range(T - 1, -1, -1):
+                hprev = h[:, t - 1]
+                da = (dh[:, t] + carry) * (1 - h[:, t] ** 2)
+                dx[:, t] = da @ Wxh.T
+                dWxh += x[:, t].T @ da
+                dWhh += hprev.T @ da
+                db += da.sum(axis=0)
+                carry = da @ Whh.T
+            return dx, carry, dWxh, dWhh, db
+        """, says=('h[:, t - 1] at t = 0',)),
+    Cell('layernorm.backward', "dx's means over axis 0, twice in one line", """
+        def layernorm_backward(dout, cache):
+            x_hat, var, eps, gamma = cache
+            s = 1.0 / np.sqrt(var + eps)
+            axes = tuple(range(dout.ndim - 1))
+            dgamma = np.sum(dout * x_hat, axis=axes)
+            dbeta = np.sum(dout, axis=axes)
+            g = dout * gamma
+            dx = s * (g - g.mean(0, keepdims=True) - x_hat * (g * x_hat).mean(0, keepdims=True))
+            return dx, dgamma, dbeta
+        """, says=('axis `-1` in place of `0` in each of its reductions',)),
 ]
 
 
