@@ -440,8 +440,8 @@ def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
     leak), a condition negated, a ``range`` stop ``T - step + 1`` made ``T`` (the last, shorter
     block), a subscript that only adds axes dropped, an axis given to ``np.split`` and kin,
     ``[0]`` after a call of one's own function (the first of the tuple it returns), and ``a.size``
-    made the length of one axis, and an axis given by position to a reduction changed (in one
-    place, or the same axis in every reduction of a line made -1)."""
+    made the length of one axis, and an axis given by position to a reduction changed; and
+    the same axis repeated in several calls, changed in all (``_same_axis_everywhere``)."""
     sites = []
     in_signature = {id(n) for n in ast.walk(tree.args)}
     parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
@@ -497,15 +497,6 @@ def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
             add(node, copy.deepcopy(node.value.args[0]), "function")
         if isinstance(node, (ast.Assign, ast.Return)) and isinstance(node.value, ast.BinOp):
             sites += [Site(index[id(node.value)], new, "brackets", "") for new in _bracketings(node.value)]
-        if isinstance(node, (ast.Assign, ast.Return)) and node.value is not None:
-            axes = {node.args[-1].value for node in ast.walk(node.value) if _positional_axis(node) is not None}
-            if len(axes) == 1 and axes != {-1} and sum(_positional_axis(n) is not None for n in ast.walk(node.value)) > 1:
-                new = copy.deepcopy(node.value)  # the same axis, repeated in one line: each made -1
-                for call in ast.walk(new):
-                    if _positional_axis(call) is not None:
-                        call.args[-1] = ast.Constant(-1)
-                sites.append(Site(index[id(node.value)], new, "axes",  # told in words: the line is long
-                                  f"with axis `-1` in place of `{axes.pop()}` in each of its reductions"))
         if loaded and isinstance(node, ast.Subscript) and _adds_axes(node.slice):
             add(node, copy.deepcopy(node.value), "bound")  # `mask[:, None]` -> `mask`
         if isinstance(node, (ast.If, ast.IfExp, ast.While)):  # a condition the wrong way round
@@ -620,6 +611,48 @@ def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
                     new = copy.deepcopy(node)
                     new.body.insert(i, new.body[i].body.pop(0))
                     add(node, new, "statement", stmt.body[0])
+    return sites + _same_axis_everywhere(tree, nodes, index, parents)
+
+
+def _same_axis_everywhere(tree, nodes, index, parents) -> list[Site]:
+    """One misconception repeated: the same axis given to several calls of one function
+    (``np.concatenate(..., axis=1)`` for K and again for V, ``g.mean(0)`` twice), all changed
+    at once: the whole function replaced, the change said in words, at the first call's line."""
+    groups = {}
+    for node in nodes:
+        if not isinstance(node, ast.Call):
+            continue
+        keyword = _keyword(node, "axis")
+        if keyword is not None and _call_name(node) in _REDUCTIONS + _JOINS \
+                and isinstance(keyword.value, (ast.Constant, ast.UnaryOp)):
+            value = ast.unparse(keyword.value)
+        elif _positional_axis(node) is not None:
+            value = ast.unparse(node.args[-1])
+        else:
+            continue
+        groups.setdefault((_call_name(node), value), []).append(node)
+    sites = []
+    for (name, value), calls in groups.items():
+        if len(calls) < 2:
+            continue
+        line = calls[0]
+        while not isinstance(line, ast.stmt):
+            line = parents[id(line)]
+        for other in ("-1", "-2", "0", "1", "2"):
+            if other == value:
+                continue
+            new = copy.deepcopy(tree)
+            twins = list(ast.walk(new))  # the same walk order as the original's
+            for call in calls:
+                twin = twins[index[id(call)]]
+                axis = ast.parse(other, mode="eval").body
+                if _keyword(twin, "axis") is not None:
+                    _keyword(twin, "axis").value = axis
+                else:
+                    twin.args[-1] = axis
+            each = "both" if len(calls) == 2 else f"all {len(calls)}"
+            sites.append(Site(0, new, "axes", f"with axis `{other}` in place of `{value}` in {each} "
+                                              f"calls of `{name}`", line))
     return sites
 
 

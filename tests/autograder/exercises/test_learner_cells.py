@@ -1039,7 +1039,26 @@ CELLS = [
             g = dout * gamma
             dx = s * (g - g.mean(0, keepdims=True) - x_hat * (g * x_hat).mean(0, keepdims=True))
             return dx, dgamma, dbeta
-        """, says=('axis `-1` in place of `0` in each of its reductions',)),
+        """, says=('axis `-1` in place of `0` in both calls of `mean`',)),
+    Cell('gpt.kv_step', 'keys and values concatenated along the heads axis', """
+        def gpt_step(token, pos, cache, params, n_heads):
+            x = params["W_E"][token][:, None, :] + params["W_P"][pos]
+            for L, blk in enumerate(params["blocks"]):
+                Wq, Wk, Wv, Wo = blk["attn"]
+                h = layernorm_forward(x, *blk["norm1"])[0]
+                q = split_heads(h @ Wq, n_heads)
+                k_new, v_new = split_heads(h @ Wk, n_heads), split_heads(h @ Wv, n_heads)
+                if L in cache:
+                    K = np.concatenate([cache[L][0], k_new], axis=1)
+                    V = np.concatenate([cache[L][1], v_new], axis=1)
+                else:
+                    K, V = k_new, v_new
+                cache[L] = (K, V)
+                x = x + merge_heads(attention_forward(q, K, V)[0]) @ Wo
+                x = x + ffn_forward(layernorm_forward(x, *blk["norm2"])[0], *blk["ffn"])[0]
+            x = layernorm_forward(x, *params["norm_f"])[0]
+            return (x @ params["W_E"].T)[:, 0]
+        """, says=("`K = np.concatenate([cache[L][0], k_new], axis=1)`", "in both calls of `concatenate`")),
 ]
 
 
