@@ -439,9 +439,9 @@ def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
     call dropped (``np.tanh(h)`` where h is tanh already), a small float constant made 0 (a
     leak), a condition negated, a ``range`` stop ``T - step + 1`` made ``T`` (the last, shorter
     block), a subscript that only adds axes dropped, an axis given to ``np.split`` and kin,
-    ``[0]`` after a call of one's own function (the first of the tuple it returns), and ``a.size``
-    made the length of one axis, and an axis given by position to a reduction changed; and
-    the same axis repeated in several calls, changed in all (``_same_axis_everywhere``)."""
+    ``[0]`` after a call of one's own function (the first of the tuple it returns), ``a.size``
+    made the length of one axis, an axis given by position to a reduction changed, and the
+    same axis of several calls changed in all of them (``_same_axis_everywhere``)."""
     sites = []
     in_signature = {id(n) for n in ast.walk(tree.args)}
     parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
