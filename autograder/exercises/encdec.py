@@ -697,8 +697,9 @@ def _beam_with(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0,
     multiplied (``product``: the same ranking while searching, another score to normalise),
     eos not finishing a beam, bos counted in the length, the score returned before
     normalisation, each beam's own best tokens all kept (``per_beam``: the beam grows; past
-    ``_MOST_BEAMS`` the model raises, and so does not apply) (the reference is kept free of
-    these switches, so that its mutants are the learner's).
+    ``_MOST_BEAMS`` the model raises, and so does not apply), or the first ``beam_size`` of
+    them, beam by beam (``per_beam="first"``) (the reference is kept free of these switches,
+    so that its mutants are the learner's).
     """
     beams = np.full((1, 1), bos, dtype=np.int64)  # (B, t) live prefixes, best first
     scores = np.ones(1) if product else np.zeros(1)  # (n,) their summed log-probabilities
@@ -713,6 +714,7 @@ def _beam_with(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0,
                 raise RuntimeError("the beam grew past the model's bound")
             top = np.argsort(-logp, axis=1, kind="stable")[:, :beam_size]  # (B, beam_size)
             kept = (np.arange(len(beams))[:, None] * logp.shape[1] + top).ravel()
+            kept = kept[:beam_size] if per_beam == "first" else kept  # the first of them, beam by beam
         beam, token = np.divmod(kept, logp.shape[1])
         seqs = np.concatenate([beams[beam], token[:, None]], axis=1)  # (B, t+1)
         done = (token == eos) & stop_at_eos
@@ -873,8 +875,10 @@ BEAM_MISTAKES = (
     Mistake("each beam's own best tokens kept, not the best of all",
             "rank every candidate of every beam together (scores[:, None] + log_probs, "
             "flattened) and keep only the beam_size best overall: a top-beam_size per beam, all "
-            "kept, makes the beam grow beam_size times at every step.",
-            _on_table(_beam_with, per_beam=True)),
+            "kept, makes the beam grow beam_size times at every step, and the first beam_size "
+            "of them are the first beam's, not the best.",
+            _on_table(_beam_with, per_beam=True),
+            detect=any_of(*(_on_table(_beam_with, per_beam=how) for how in (True, "first")))),
     Mistake("no length normalisation", "compare finished sequences by score / length ** alpha "
             "(length counts the tokens after bos, eos included) and return that score.",
             _on_table(beam_search, alpha=0.0)),

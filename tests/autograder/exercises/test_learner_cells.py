@@ -1059,6 +1059,27 @@ CELLS = [
             x = layernorm_forward(x, *params["norm_f"])[0]
             return (x @ params["W_E"].T)[:, 0]
         """, says=("`K = np.concatenate([cache[L][0], k_new], axis=1)`", "in both calls of `concatenate`")),
+    Cell('encdec.beam_search', "each beam's own best tokens, then the first beam_size of them", """
+        def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
+            beams = [([bos], 0.0)]
+            finished = []
+            for _ in range(max_len):
+                lp = next_log_probs(np.array([b for b, _ in beams]))
+                cands = []
+                for (seq, s), row in zip(beams, lp):
+                    for tok in np.argsort(-row, kind="stable")[:beam_size]:
+                        cands.append((seq + [int(tok)], s + row[tok]))
+                cands = cands[:beam_size]
+                beams = []
+                for seq, s in cands:
+                    (finished if seq[-1] == eos else beams).append((seq, s))
+                if not beams:
+                    break
+            pool = finished or beams
+            norm = [s / (len(seq) - 1) ** alpha for seq, s in pool]
+            k = int(np.argmax(norm))
+            return np.array(pool[k][0][1:]), float(norm[k])
+        """, says=("each beam's own best tokens kept",)),
 ]
 
 
