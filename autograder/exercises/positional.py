@@ -11,7 +11,7 @@ import numpy as np
 
 from autograder.judge.exercise import Exercise, Mistake, any_of
 from autograder.judge.features import shape_features
-from course_lib.positional import apply_rope, rotation_matrix, sinusoidal_encoding
+from course_lib.positional import apply_rope, frequencies, rotation_matrix, sinusoidal_encoding
 
 NO_LIBRARY = ("course_lib.positional", "torch")
 
@@ -174,7 +174,7 @@ def _rope_cases(rng, hidden):
 
 def _rope_halves(x, positions, sign=1.0):
     d = x.shape[-1]
-    theta = np.asarray(positions, float)[:, None] * 10000.0 ** (-2.0 * np.arange(d // 2) / d)
+    theta = np.asarray(positions, float)[:, None] * frequencies(d)
     c, s = np.cos(theta), sign * np.sin(theta)  # sign -1: turned the wrong way
     a, b = x[..., : d // 2], x[..., d // 2:]
     return np.concatenate([c * a - s * b, s * a + c * b], axis=-1)
@@ -184,7 +184,7 @@ def _rope_overwritten(x, positions, first=0):
     """RoPE written into one array in two steps, the second reading the first's new values:
     ``first`` 0 rotates the even entries first, 1 the odd ones."""
     d = x.shape[-1]
-    theta = np.asarray(positions, float)[:, None] * 10000.0 ** (-2.0 * np.arange(d // 2) / d)
+    theta = np.asarray(positions, float)[:, None] * frequencies(d)
     c, s = np.cos(theta), np.sin(theta)
     out = np.array(np.broadcast_to(x, np.broadcast_shapes(np.shape(x), (theta.shape[0], d))), float)
     steps = [(0, lambda: c * out[..., 0::2] - s * out[..., 1::2]),

@@ -68,12 +68,8 @@ def _counted(**switches):
     terms = [_TERMS[k] for k, on in switches.items() if k in _TERMS and on]
     change = {k: v for k, v in switches.items() if k not in _TERMS}
 
-    def wrong(n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff, tied):
-        case = dict(n_layers=n_layers, d_model=d_model, n_heads=n_heads, vocab_size=vocab_size,
-                    n_ctx=n_ctx, d_ff=d_ff, tied=tied)
-        kwargs = {"d_ff": d_ff, "tied": tied, **change}
-        return (scaling.param_count(n_layers, d_model, n_heads, vocab_size, n_ctx, **kwargs)
-                + sum(term(**case) for term in terms))
+    def wrong(**case):  # n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff, tied
+        return scaling.param_count(**{**case, **change}) + sum(term(**case) for term in terms)
     return wrong
 
 
