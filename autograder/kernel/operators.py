@@ -331,8 +331,12 @@ def changes(tree: ast.FunctionDef, public: set[str], repair: bool = False, keys=
             sites += _contract_changes(node, index, defaults)
         if isinstance(node, (ast.FunctionDef, ast.For, ast.If, ast.With)):
             sites += _statement_changes(node, index, nodes)
-    if repair:  # a term added: the least likely and the most numerous, made while tried, last
-        return itertools.chain(sites, _undoing(tree, nodes, index, params, keys),
+    if repair:  # ordered by how many there are, so the search meets the few kinds soon: a name
+        # swapped for another is one site per name and variable (thousands in a tile loop), and a
+        # term added, the least likely and the most numerous, is made while tried, last
+        swaps = [s for s in sites if s.family == "variable"]
+        return itertools.chain([s for s in sites if s.family != "variable"],
+                               _undoing(tree, nodes, index, params, keys), swaps,
                                _added_terms(tree, nodes, index, params, variables, parents))
     return sites
 
