@@ -33,7 +33,34 @@ def learner_verdict(exercise_id, sources, namespace, key=TEST_KEY):
     changed = []  # per case, the inputs the learner's call changed in place
     results = run_cases(scope, ex.function, ex.call, cases, signature=ex.signature,
                         memory=ex.memory_limits(cases), changed=changed)
-    return judge(ex, cases, results, changed=changed)
+    return judge(ex, cases, held_alone(ex, cases, key, results, scope), changed=changed)
+
+
+def held_alone(ex, cases, key, results, scope) -> list:
+    """``results`` after the grader's second look at the cases held to a memory limit: each
+    that the kernel got right run again alone, under the operating system's limit, on its twin
+    (``autograder.pipeline.rerun``), in a plain process that imports this checkout."""
+    import os
+    import subprocess
+
+    from autograder.kernel.cases import CODE, pickled
+    from autograder.kernel.transport import encode_results
+    from autograder.paths import REPO
+    from autograder.pipeline import rerun
+
+    def run(argv, stdin, timeout):
+        env = {**os.environ, "PYTHONPATH": str(REPO), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+        try:
+            return subprocess.run(argv, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  text=True, timeout=timeout, env=env).stdout
+        except subprocess.TimeoutExpired:
+            return ""
+
+    payload = {**encode_results(ex.id, results), CODE: pickled(scope, ex.function)}
+    results = list(results)
+    for i, why in rerun.failures(ex, cases, key, payload, REPO, run).items():
+        results[i] = why
+    return results
 
 
 def assert_bug_is_named(verdict, name, described=("differs", "raised")):

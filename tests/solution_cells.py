@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import linecache
-from pathlib import Path
 
 import nbformat
 import numpy as np
@@ -19,9 +18,10 @@ from autograder.exercises import get
 from autograder.judge.verdict import judge
 from autograder.kernel import run_cases
 from autograder.kernel.repair import decode_fixes, fixes
-from exercise_bank import TEST_KEY
+from autograder.paths import REPO
+from exercise_bank import TEST_KEY, held_alone
 
-SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
+SOLUTIONS = REPO / "solutions"
 
 
 @functools.lru_cache(maxsize=None)
@@ -100,7 +100,10 @@ def verdict_with(exercise_id: str, source: str | None = None, key: bytes = TEST_
     changed = []  # per case, the inputs the learner's call changed in place
     results = run_cases(scope, ex.function, ex.call, cases, signature=ex.signature,
                         memory=ex.memory_limits(cases), changed=changed)
+    if not public:
+        results = held_alone(ex, cases, key, results, scope)
     probes, wants = ex.probes()
     found = lambda: decode_fixes(fixes(scope, ex.function, ex.call, probes, wants, cases, ex.rtol, ex.atol),
                                  len(cases))
     return judge(ex, cases, results, public=public, fixes=found, changed=changed)
+

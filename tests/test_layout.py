@@ -150,10 +150,11 @@ def test_the_circle_finder_finds_a_circle():
 
 def test_the_kernel_imports_only_itself_numpy_and_the_standard_library():
     """What the sandbox stages reaches no reference, no judge and no registry, whatever runs:
-    the standard library, numpy, IPython's display (the graded cell shows its outputs) and
-    autograder.kernel itself."""
+    the standard library, numpy, IPython's display (the graded cell shows its outputs),
+    cloudpickle (the graded cell hands the grader the learner's function to run alone, under a
+    memory limit: ``fresh``) and autograder.kernel itself."""
     import sys
-    allowed = set(sys.stdlib_module_names) | {"numpy", "IPython", "__future__"}
+    allowed = set(sys.stdlib_module_names) | {"numpy", "IPython", "cloudpickle", "__future__"}
     outside = {f"{path.name}: {name}" for path in (ROOT / "autograder" / "kernel").glob("*.py")
                for name, _ in _imports(path)
                if name.split(".")[0] not in allowed and not name.startswith("autograder.kernel")}

@@ -18,7 +18,7 @@ from autograder.judge.exercise import Exercise, Mistake, both
 from autograder.judge.explain import explain, output_kind
 from autograder.judge.features import in_words
 from autograder.kernel.hints import returned_tuple_hint
-from autograder.kernel.transport import NOT_IMPLEMENTED, as_outputs, over_memory
+from autograder.kernel.transport import NOT_IMPLEMENTED, REFUSED, as_outputs, over_memory
 
 
 MIN_SEARCH = 0.3  # seconds the search among the mutants gets however late it starts
@@ -59,7 +59,9 @@ def without_values(text: str) -> str:
     return _VALUE.sub("…", text.strip().partition("\n")[0])
 
 
-def _close(ex: Exercise, got: tuple, want: tuple, equal_nan: bool = False) -> bool:
+def close(ex: Exercise, got: tuple, want: tuple, equal_nan: bool = False) -> bool:
+    """Whether outputs ``got`` pass as ``want``: equal within the exercise's tolerance, of the
+    kind it promises."""
     return _same_values(ex, got, want, equal_nan) and \
         not any(_kind_promised(g, w, ex.int_scalars) for g, w in zip(got, want))
 
@@ -161,7 +163,7 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
                           f"{label}: {got if public else without_values(got)}")
             raised.append(case)
             continue
-        if _close(ex, got, want):
+        if close(ex, got, want):
             verdict.passed += 1
             passing.append((case, got))
         else:
@@ -228,6 +230,10 @@ def _changed_message(ex: Exercise, cases: list, changed) -> str | None:
 def _memory_message(ex: Exercise, case, peak: int) -> str:
     """Why a case that held more memory than ``ex.memory`` allows fails, whatever its values."""
     limit, why = ex.memory(case) if ex.memory else (0, "")
+    if peak == REFUSED:
+        return (f"`{ex.function}` asked for more memory at once than the {limit / 2**20:.0f} MiB this "
+                f"case allows, run alone in a fresh process where the operating system holds it to "
+                f"that limit: {why}.")
     if peak < 0:
         return (f"`{ex.function}` stopped Python's count of allocations (`tracemalloc`), by which "
                 f"this case measures its memory ({why}).")
@@ -289,7 +295,7 @@ def _confirmed_fix(ex: Exercise, wants: list, fixes) -> tuple[tuple, str | None]
     fixes = fixes() if callable(fixes) else fixes
     good = {}  # line -> the words of each edit of it that makes every case match
     for line, words, results in fixes or ():
-        if len(results) == len(wants) and all(r is not None and _close(ex, r, w) for r, w in zip(results, wants)):
+        if len(results) == len(wants) and all(r is not None and close(ex, r, w) for r, w in zip(results, wants)):
             edits = good.setdefault(line, [])
             if words not in edits:
                 edits.append(words)
@@ -413,5 +419,5 @@ def _contradicted(ex: Exercise, mistake, passing: list) -> bool:
 
 def _same_values(ex: Exercise, got: tuple, other: tuple | None, equal_nan: bool = True) -> bool:
     """Whether ``other`` holds the learner's numbers, output for output, whatever the kind of
-    array (a mistake is about values; the promised kind is told apart, ``_close``)."""
+    array (a mistake is about values; the promised kind is told apart, ``close``)."""
     return other is not None and len(got) == len(other) and all(close_per_output(ex, got, other, equal_nan))

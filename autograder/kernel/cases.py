@@ -13,6 +13,7 @@ learner's own kernel.
 """
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import os
@@ -31,6 +32,7 @@ from autograder.kernel.transport import (MIME, NOT_IMPLEMENTED, OVER_MEMORY, as_
                                         encode_results)
 
 CASES_ENV = "AUTOGRADER_CASES"
+CODE = "code"            # the graded cell's payload: the learner's function, pickled (``pickled``)
 CASE_SECONDS = 5.0       # CPU seconds; one case of an honest exercise takes milliseconds
 EXERCISE_SECONDS = 12.0  # CPU seconds for all cases of one exercise
 WALL_FACTOR = 4          # a case that waits is stopped after this many times CASE_SECONDS on the
@@ -173,6 +175,19 @@ def run_cases(namespace: dict, function: str, call: str | None, cases: list,
     return results
 
 
+def pickled(namespace: dict, function: str) -> str | None:
+    """The learner's ``function`` with what it reads from the notebook, pickled by value
+    (``cloudpickle``) as base64 text, for the grader to run alone (``fresh``); None when it
+    cannot be (those cases then fail, saying so)."""
+    # lazy: cloudpickle (40 ms) only in graded cells of exercises held to a memory limit
+    import cloudpickle
+
+    try:
+        return base64.b64encode(cloudpickle.dumps(namespace[function])).decode()
+    except Exception:  # not defined, or something it holds does not pickle
+        return None
+
+
 def record(exercise_id: str, namespace: dict) -> None:
     """The graded cell: run the cases the grader wrote and display the outputs as data."""
     # lazy: IPython (0.1 s) for the graded cell alone: every trusted process that imports
@@ -196,6 +211,8 @@ def record(exercise_id: str, namespace: dict) -> None:
                                 memory=spec.get("memory"), changed=changed)
         payload = encode_results(exercise_id, results)
         payload["changed"] = changed
+        if spec.get("memory"):  # the grader runs these cases again alone (``fresh``)
+            payload[CODE] = pickled(namespace, spec["function"])
         summary = f"Recorded {len(results)} cases of {exercise_id} for the grader."
         payload["fixes"] = _fixes(namespace, spec, cases, CELL_SECONDS - (time.monotonic() - start))
     except Exception as err:  # the kernel side's own failure must still not stop the notebook

@@ -17,6 +17,9 @@
    graded ones together, is dropped: the grader holds the outputs, whatever the code prints.
    The whole run stops after ``time_budget`` seconds; cells not reached are marked.
 
+4. runs again, alone in a fresh process of the sandbox under a memory limit the learner's code
+   cannot lift, each case held to a memory limit that the kernel got right (``rerun``).
+
 The verdict is ``JudgeOutputs``'s, in the next step.
 """
 from __future__ import annotations
@@ -37,10 +40,10 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Any, Bool, Integer
 
-from autograder.pipeline import plan
+from autograder.pipeline import plan, rerun
 from autograder.paths import SOLUTIONS
 from autograder.pipeline.sandbox import KERNEL_NAME, Sandbox, SandboxUnavailable, isolation
-from autograder.kernel.transport import encode_cases, encode_probes
+from autograder.kernel.transport import MIME, encode_cases, encode_probes
 
 FAULT = "GradingFault"
 # where the grader records a cell's fault: the cell's metadata, which the kernel cannot write
@@ -181,6 +184,14 @@ def teaching_sources(assignment: str, notebook: str) -> set[str]:
             if c.cell_type == "code" and "nbgrader" not in c.metadata and c.source.strip()}
 
 
+def recorded_payload(cell, exercise_id: str) -> dict | None:
+    """What the graded cell of ``exercise_id`` recorded: the one payload it displayed, or None."""
+    payloads = [o["data"][MIME] for o in cell.get("outputs", []) if MIME in o.get("data", {})]
+    if len(payloads) != 1 or not isinstance(payloads[0], dict) or payloads[0].get("exercise") != exercise_id:
+        return None
+    return payloads[0]
+
+
 def fault_output(message: str):
     return new_output("error", ename=FAULT, evalue=message, traceback=[f"{FAULT}: {message}"])
 
@@ -222,15 +233,22 @@ class SandboxedExecute(NbGraderPreprocessor):
                 probes = encode_probes(*ex.probes(graded=cases), ex.rtol, ex.atol)
                 box.write_cases(ex.id, encode_cases(ex.id, ex.function, ex.call, cases, ex.signature, probes,
                                                     ex.memory_limits(cases)))
-            faults = self._run(nb, box, to_run)
+            limited = {i: ex_cases for i, ex_cases in graded.items() if rerun.limited(*ex_cases)}
+            until = monotonic() + self.time_budget  # the reruns' share is kept from the cells
+            faults = self._run(nb, box, to_run, self.time_budget - (rerun.SECONDS if limited else 0))
+            key = plan.submission_key(nb)
+            resources["autograder"][rerun.ALONE] = {
+                i: rerun.failures(ex, cases, key, recorded_payload(nb.cells[i], ex.id), box.site, box.run_alone,
+                                  max(until, monotonic() + 1))
+                for i, (ex, cases) in limited.items() if i not in faults}
         for i, message in faults.items():
             nb.cells[i].outputs.append(fault_output(message))
             nb.cells[i].metadata[FAULT_KEY] = message
         return nb, resources
 
-    def _run(self, nb, box: Sandbox, to_run: list[int]) -> dict[int, str]:
+    def _run(self, nb, box: Sandbox, to_run: list[int], budget: float) -> dict[int, str]:
         faults: dict[int, str] = {}
-        deadline = monotonic() + self.time_budget
+        deadline = monotonic() + budget
         again = False
         while True:
             try:

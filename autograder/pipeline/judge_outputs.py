@@ -16,12 +16,13 @@ from __future__ import annotations
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from autograder.pipeline.execute import FAULT_KEY
+from autograder.pipeline.execute import FAULT_KEY, recorded_payload
 from autograder.exercises import get
 from autograder.judge.verdict import Verdict, helper_note, judge, without_values
 from autograder.pipeline.plan import GRADED
+from autograder.pipeline.rerun import ALONE
 from autograder.kernel.repair import decode_fixes
-from autograder.kernel.transport import MIME, decode_results
+from autograder.kernel.transport import decode_results
 
 MAX_MESSAGE = 300  # characters of a learner's error text quoted in feedback
 VERDICT = "application/vnd.autograder.verdict+json"  # the verdict as data, beside its score
@@ -32,11 +33,11 @@ def _fault(cell) -> str | None:
     return cell.metadata.get(FAULT_KEY)
 
 
-def verdict_for_cell(cell, ex, cases, earlier_faults: list[str]) -> Verdict:
-    """The verdict on one graded cell; ``earlier_faults``: why cells above it were stopped."""
-    payloads = [o for o in cell.get("outputs", []) if MIME in o.get("data", {})]
-    if len(payloads) != 1 or not isinstance(payloads[0]["data"][MIME], dict) \
-            or payloads[0]["data"][MIME].get("exercise") != ex.id:
+def verdict_for_cell(cell, ex, cases, earlier_faults: list[str], alone: dict | None = None) -> Verdict:
+    """The verdict on one graded cell; ``earlier_faults``: why cells above it were stopped;
+    ``alone``: case index -> why it fails when run again alone (``rerun.failures``)."""
+    payload = recorded_payload(cell, ex.id)
+    if payload is None:
         fault = _fault(cell)
         if fault:
             messages = [f"The graded cell was {fault}."]
@@ -47,7 +48,6 @@ def verdict_for_cell(cell, ex, cases, earlier_faults: list[str]) -> Verdict:
                         + (f" ({', '.join(errors)})" if errors else "")
                         + "; run the notebook top to bottom and leave the graded cell unchanged."]
         return Verdict(ex.id, 0.0, float(ex.points), 0, len(cases), messages + earlier_faults)
-    payload = payloads[0]["data"][MIME]
     if "failure" in payload:
         return Verdict(ex.id, 0.0, float(ex.points), 0, len(cases),
                        [f"The graded cell could not run: {without_values(str(payload['failure']))[:MAX_MESSAGE]}"])
@@ -57,6 +57,9 @@ def verdict_for_cell(cell, ex, cases, earlier_faults: list[str]) -> Verdict:
         return Verdict(ex.id, 0.0, float(ex.points), 0, len(cases),
                        [f"Unreadable recorded outputs: {without_values(str(err))[:MAX_MESSAGE]}"])
     results = [r[:MAX_MESSAGE] if isinstance(r, str) else r for r in results]
+    for i, why in (alone or {}).items():
+        if i < len(results):
+            results[i] = why
     verdict = judge(ex, cases, results, fixes=decode_fixes(payload.get("fixes"), len(cases)),
                     changed=payload.get("changed"))
     if verdict.passed < verdict.total:
@@ -98,7 +101,8 @@ class JudgeOutputs(NbGraderPreprocessor):
         for i, cell in enumerate(nb.cells):
             if i in cases:
                 ex, ex_cases = cases[i]
-                graded.append((cell, verdict_for_cell(cell, ex, ex_cases, list(faults))))
+                graded.append((cell, verdict_for_cell(cell, ex, ex_cases, list(faults),
+                                                      resources["autograder"].get(ALONE, {}).get(i))))
             elif cell.cell_type == "code" and _fault(cell):
                 faults.append(f"Cell {i + 1} above it was {_fault(cell)}.")
         failing = {get(v.exercise_id).function for _, v in graded if not v.full_marks}

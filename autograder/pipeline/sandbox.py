@@ -57,6 +57,7 @@ HIDE_WITH = {"torch": ("torch", "functorch", "torchgen", "sympy", "jax", "jaxlib
                        "tensorflow")}
 ISOLATION_ENV = "AUTOGRADER_ISOLATION"  # "auto" (default), "required" or "off"
 KERNEL_NAME = "course-sandbox"
+ALONE_OUTPUT = 64 << 20  # bytes of a process run alone (``run_alone``) read back: its results, plain data
 
 
 @dataclass(frozen=True)
@@ -260,10 +261,35 @@ class Sandbox:
 
     def kernel_argv(self) -> list[str]:
         """The kernel command, with ``{connection_file}`` for jupyter_client to fill in."""
-        kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-                  "--IPKernelApp.log_level=ERROR"]
+        return self.contained([sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                               "--IPKernelApp.log_level=ERROR"])
+
+    def run_alone(self, argv: list[str], stdin: str, timeout: float) -> str:
+        """``argv`` run as the kernel runs (``contained``: this sandbox, its limits, its uid,
+        the seccomp filter of ``launch``), fed ``stdin``; the first ``ALONE_OUTPUT`` bytes it
+        wrote on its standard output (a file of the grader's, which the file-size limit caps;
+        its standard error goes nowhere), or '' when it ran past ``timeout`` seconds."""
+        argv = self.contained(argv)
+        with tempfile.TemporaryFile(dir=self.root) as out:
+            try:
+                if not self.isolate:
+                    subprocess.run(argv, input=stdin.encode(), stdout=out, stderr=subprocess.DEVNULL,
+                                   timeout=timeout, env=self.environment(), cwd=self.work)
+                else:
+                    with self.launch(argv) as (argv, fds, info):  # closes ``info`` if the run raises
+                        subprocess.run(argv, input=stdin.encode(), stdout=out, stderr=subprocess.DEVNULL,
+                                       timeout=timeout, pass_fds=fds)
+                    os.close(info)  # bwrap's note of the pid: nobody connects to this process
+            except subprocess.TimeoutExpired:
+                return ""
+            out.seek(0)
+            return out.read(ALONE_OUTPUT).decode(errors="replace")
+
+    def contained(self, command: list[str]) -> list[str]:
+        """``command`` in this sandbox, with its limits, dropped to its uid (as is, without
+        isolation)."""
         if not self.isolate:
-            return kernel
+            return command
         lim = self.limits
         limits = ["prlimit", f"--as={lim.address_space}", f"--cpu={lim.cpu_seconds}",
                   f"--nofile={lim.open_files}", f"--fsize={lim.file_size}", "--core=0"]
@@ -275,7 +301,7 @@ class Sandbox:
         elif _lends_capabilities():  # cap /tmp's files with what bubblewrap lends; setpriv drops it
             first = [sys.executable, "-I", "-S", str(self.site / "autograder" / "kernel" / "scratch.py"),
                      str(lim.scratch), str(lim.scratch_files), "--"]
-        return [*self._bwrap(lend=bool(first)), "--", *first, *limits, "--", *drop, "--", *kernel]
+        return [*self._bwrap(lend=bool(first)), "--", *first, *limits, "--", *drop, "--", *command]
 
     def _bwrap(self, lend: bool = False) -> list[str]:
         """bubblewrap's options; ``lend``: the capabilities ``kernel/scratch.py`` needs, lent to

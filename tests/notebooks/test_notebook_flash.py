@@ -31,6 +31,17 @@ MUTANTS = {  # name: [(grade_id, old, new, exercise id, mistake name the feedbac
         ("flash_backward", "    delta = np.sum(dout * out, axis=-1)", "    dA_all = dout @ np.swapaxes(V, -1, -2)\n"
          "    delta = np.sum(dout * out, axis=-1)", "flash.backward", "at once, more than the"),
     ],
+    # the same whole arrays, with the kernel's count of allocations forged (replaced, then
+    # restarted): the grader runs those cases again alone, where the operating system holds the limit
+    "the whole matrices, their memory count forged": [
+        ("flash_forward", "    lead = Q.shape[:-2]\n", "    lead = Q.shape[:-2]\n    import tracemalloc\n"
+         "    tracemalloc.get_traced_memory = lambda: (0, 0)\n    S_all = Q @ np.swapaxes(K, -1, -2)\n",
+         "flash.forward", "run alone in a fresh process where the operating system holds it to that limit"),
+        ("flash_backward", "    delta = np.sum(dout * out, axis=-1)", "    dA_all = dout @ np.swapaxes(V, -1, -2)\n"
+         "    import tracemalloc\n    tracemalloc.stop(); tracemalloc.start()\n"
+         "    delta = np.sum(dout * out, axis=-1)", "flash.backward",
+         "run alone in a fresh process where the operating system holds it to that limit"),
+    ],
     "the last block, the causal alignment and a transpose": [
         ("flash_online_softmax", "range(0, s.shape[-1], block_k)",
          "range(0, s.shape[-1] - block_k + 1, block_k)", "flash.online_softmax",

@@ -244,6 +244,39 @@ def test_a_pass_that_builds_the_whole_matrix_loses_the_long_cases_and_is_told_wh
     assert sum("stopped Python's count of allocations" in m for m in stopped.messages) == 2
 
 
+FORGED = {  # the kernel's count of allocations, forged from inside the learner's call
+    "stopped and started again": ("tracemalloc.stop(); tracemalloc.start()", True),
+    "its reading replaced": ("tracemalloc.get_traced_memory = lambda: (0, 0)", True),
+    "its peak reset": ("tracemalloc.reset_peak()", False),  # the whole arrays are still held
+}
+
+
+@pytest.mark.parametrize("exercise_id", sorted(WHOLE_MATRIX))
+@pytest.mark.parametrize("forged", FORGED.values(), ids=list(FORGED))
+def test_a_forged_memory_count_does_not_save_the_whole_matrix(exercise_id, forged, monkeypatch):
+    """The count runs in the learner's process, which can forge it; the cases held to a limit
+    that the kernel passed run again alone, where the operating system keeps the limit."""
+    import tracemalloc
+    monkeypatch.setattr(tracemalloc, "get_traced_memory", tracemalloc.get_traced_memory)  # put back after
+    forge, alone = forged
+    source = WHOLE_MATRIX[exercise_id].replace("    return ", f"    import tracemalloc\n    {forge}\n    return ", 1)
+    verdict = _verdict(exercise_id, source)
+    assert verdict.passed == verdict.total - 2, verdict.messages
+    told = [m for m in verdict.messages if "MiB this case allows" in m]
+    assert len(told) == 2, verdict.messages
+    assert all(("run alone in a fresh process" in m) == alone for m in told), verdict.messages
+
+
+def test_a_tiled_pass_that_prints_and_reads_a_global_keeps_full_marks_when_run_again_alone(capsys):
+    """The long cases run again in a fresh process, from the function pickled by value: what
+    it prints does not garble its results there, and what it reads of the notebook goes along."""
+    source = _solution(RIGHT["flash.forward"])
+    source = "TILE_NOTE = 'tile'\n" + source.replace(
+        "    for q0 in range(0, T_q, block_q):", "    for q0 in range(0, T_q, block_q):\n        print(TILE_NOTE, q0)", 1)
+    assert source.count("print(TILE_NOTE") == 1
+    assert _verdict("flash.forward", source).full_marks
+
+
 def test_a_tiled_pass_with_a_whole_boolean_causal_mask_keeps_full_marks():
     """The limit is a quarter of one float64 (T_q, T_k) array: a boolean mask of that shape
     (an eighth) made once is not what the text forbids (the scores and weights are)."""
