@@ -37,10 +37,12 @@ def learner_verdict(exercise_id, sources, namespace, key=TEST_KEY):
 
 
 def held_alone(ex, cases, key, results, scope) -> list:
-    """``results`` after the grader's second look at the cases held to a memory limit: each
-    that the kernel got right run again alone, under the operating system's limit, on its twin
-    (``autograder.pipeline.rerun``), in a plain process that imports this checkout."""
+    """``results`` after the grader's second look (``autograder.pipeline.rerun``): each case of
+    a memory limit or a served model that the kernel got right run again alone on its twin,
+    in a plain process that imports this checkout (``Sandbox.alone`` without the sandbox)."""
+    import contextlib
     import os
+    import signal
     import subprocess
 
     from autograder.kernel.cases import CODE, pickled
@@ -48,17 +50,25 @@ def held_alone(ex, cases, key, results, scope) -> list:
     from autograder.paths import REPO
     from autograder.pipeline import rerun
 
-    def run(argv, stdin, timeout):
+    @contextlib.contextmanager
+    def start(argv):
         env = {**os.environ, "PYTHONPATH": str(REPO), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-        try:
-            return subprocess.run(argv, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                  text=True, timeout=timeout, env=env).stdout
-        except subprocess.TimeoutExpired:
-            return ""
+        with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              env=env, start_new_session=True) as process:
 
+            def stop():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+            try:
+                yield process, stop
+            finally:
+                stop()
+
+    if not rerun.again(ex, cases):
+        return results
     payload = {**encode_results(ex.id, results), CODE: pickled(scope, ex.function)}
     results = list(results)
-    for i, why in rerun.failures(ex, cases, key, payload, REPO, run).items():
+    for i, why in rerun.failures(ex, cases, key, payload, REPO, start).items():
         results[i] = why
     return results
 

@@ -98,7 +98,10 @@ def table_model(logp: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
 def once_per_step(next_log_probs: Callable) -> Callable:
     """``next_log_probs`` that refuses a second call with prefixes as long as an earlier one's:
     a decoder calls it once per step, with every live prefix in one (n, t) array (the
-    exercises' text; a real model runs once per call, so a call per beam costs beam_size x)."""
+    exercises' text; a real model runs once per call, so a call per beam costs beam_size x).
+    In the kernel this is advice (the learner's code can reach the model it wraps); the
+    grader keeps the rule where that code cannot reach, serving the model from outside
+    (``autograder.pipeline.rerun``)."""
     seen = set()
 
     def counted(prefixes):
@@ -118,6 +121,13 @@ def markov_decoder(namespace: Namespace, function: str, case: dict):
     return learner_function(namespace, function)(once_per_step(table_model(args.pop("logp"))), **args)
 
 
+def served_decoder(namespace: Namespace, function: str, case: dict):
+    """The learner's decoder run on the model the grader serves from outside its process
+    (``fresh``): ``case["next_log_probs"]``, with the case's other arguments."""
+    args = dict(case)
+    return learner_function(namespace, function)(args.pop("next_log_probs"), **args)
+
+
 def stepwise(namespace: Namespace, function: str, case: dict):
     """The learner's one-token step (KV cache) fed ``case["idx"]`` (B, T) column by column,
     ``step(token (B,), pos, cache, params, n_heads) -> logits (B, vocab_size)``, starting from
@@ -131,7 +141,7 @@ def stepwise(namespace: Namespace, function: str, case: dict):
 CALLS = {"first_output": first_output, "output_and_cache": output_and_cache,
          "layernorm_backward": layernorm_backward,
          "numerical_gradient": numerical_gradient, "markov_decoder": markov_decoder,
-         "stepwise": stepwise}
+         "served_decoder": served_decoder, "stepwise": stepwise}
 
 
 def run(namespace: Namespace, function: str, call: str | None, case: dict):

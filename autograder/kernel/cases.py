@@ -211,7 +211,7 @@ def record(exercise_id: str, namespace: dict) -> None:
                                 memory=spec.get("memory"), changed=changed)
         payload = encode_results(exercise_id, results)
         payload["changed"] = changed
-        if spec.get("memory"):  # the grader runs these cases again alone (``fresh``)
+        if spec.get("memory") or spec.get("call") == "markov_decoder":  # run again alone (``fresh``)
             payload[CODE] = pickled(namespace, spec["function"])
         summary = f"Recorded {len(results)} cases of {exercise_id} for the grader."
         payload["fixes"] = _fixes(namespace, spec, cases, CELL_SECONDS - (time.monotonic() - start))

@@ -1,27 +1,29 @@
-"""A memory limit the learner's code cannot lift: one case in a fresh process. [sandbox]
+"""The learner's function run again alone, where its code cannot forge what grades it. [sandbox]
 
-Where an exercise's text promises tiles, never the whole matrix, the kernel counts what the
-learner's call allocates (``cases._allocations``, Python's ``tracemalloc``). That count runs in
-the learner's process, and code in that process can stop it, restart it or replace it: it is
-advice for the learner, not a limit. The limit that grades is the operating system's: after the
-notebook has run, the grader starts this module in the sandbox once per such case, on a case of
-the same kind that the kernel never saw (so no answer prepared in the kernel fits it), with
+Two promises of the exercises' texts are counted in the kernel, in the learner's own process,
+where code can forge them: the memory a call holds at once (``cases._allocations``, Python's
+``tracemalloc``: flash attention's tiles, never the whole matrix), and one call of a decoder's
+model per step (``calls.once_per_step``, which the learner's code can reach behind). Both are
+advice there. After the notebook has run, the grader (``autograder.pipeline.rerun``) starts
+this module in the sandbox on cases of the same kinds that the kernel never saw (so no answer
+prepared in the kernel fits them), with
 
 1. numpy imported and its first matrix product made (OpenBLAS maps its buffers then), nothing
    of the learner's loaded yet, the process's data size measured;
-2. ``RLIMIT_DATA`` set, soft and hard, to that size plus the case's limit plus ``SLACK``: an
-   unprivileged process can lower its hard limit, never raise it, and the children and threads
-   it starts share or inherit it;
-3. only then the case and the learner's function (pickled by value in the kernel,
+2. for a memory limit, ``RLIMIT_DATA`` set, soft and hard, to that size plus the case's limit
+   plus ``SLACK``: an unprivileged process can lower its hard limit, never raise it, and the
+   children and threads it starts share or inherit it;
+3. only then the cases and the learner's function (pickled by value in the kernel,
    ``cases.pickled``) read from standard input and unpickled, so whatever runs while
    unpickling runs under the limit too;
-4. the case run as the graded cell runs it (``run_cases``, with the count as well), and its
-   outputs written to standard output as ``transport`` encodes results: plain data (what the
-   learner's code prints goes to /dev/null).
+4. the cases run as the graded cell runs them (``run_cases``, with the count as well); a
+   decoder's model is not in this process: each call asks the grader, which holds the table
+   and refuses a second call for one length (``served``);
+5. the outputs written to standard output as ``transport`` encodes results: plain data (what
+   the learner's code prints goes to /dev/null).
 
 An allocation the limit refuses raises ``MemoryError`` in the learner's code; the case's result
-is then ``OVER_MEMORY`` with the peak ``REFUSED``. The trusted side (``autograder.pipeline.rerun``)
-starts this process, reads its output as data and compares it with the reference.
+is then ``OVER_MEMORY`` with the peak ``REFUSED``.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ import json
 import os
 import resource
 import sys
+from typing import Callable
 
 if __name__ == "__main__":  # run by its path (never -m): its own folder, first on sys.path, is no
     del sys.path[0]         # package root, and the cwd (the learner's /tmp) is not on it at all
@@ -39,7 +42,8 @@ import cloudpickle  # noqa: E402  (numpy and cloudpickle load before the limit: 
 import numpy as np  # noqa: E402
 
 from autograder.kernel.cases import CODE, run_cases  # noqa: E402
-from autograder.kernel.transport import OVER_MEMORY, REFUSED, decode_cases, encode_results  # noqa: E402
+from autograder.kernel.transport import (OVER_MEMORY, REFUSED, decode_array, decode_cases,  # noqa: E402
+                                         encode_array, encode_results)
 
 SLACK = 4 << 20  # bytes beyond the case's limit: the interpreter's own churn while it runs
 
@@ -54,36 +58,43 @@ def data_size() -> int:
 
 
 def main() -> None:
-    """``python fresh.py LIMIT``: the case and the function on standard input, as the grader
-    encodes them (``transport.encode_cases``, with ``CODE``, and ``seconds`` of CPU time)."""
+    """``python fresh.py LIMIT``: LIMIT the bytes each case may hold at once, or -1 (none).
+
+    Standard input: one line, the cases and the function as the grader encodes them
+    (``transport.encode_cases`` with ``CODE``, ``seconds`` of CPU time, and ``served``: a
+    decoder's model served by the grader), then the grader's answers to the model's requests,
+    one line each. Standard output: the requests (``{"ask": case index, "prefixes": array}``),
+    one line each, then ``{"results": ...}`` (``transport.encode_results``)."""
     limit = int(sys.argv[1])
-    channel = os.dup(1)  # the results' way out; what the learner's code prints goes nowhere
+    channel = os.fdopen(os.dup(1), "w")  # the way out; what the learner's code prints goes nowhere
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     warm = np.ones((512, 512))
     warm @ warm  # OpenBLAS maps its buffers (tens of MiB) on its first product: before the limit
     del warm
-    cap = data_size() + limit + SLACK
-    resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
-    spec = json.load(sys.stdin)
+    if limit >= 0:
+        cap = data_size() + limit + SLACK
+        resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
+    spec = json.loads(sys.stdin.readline())
     refused = []  # not empty once the limit refused an allocation
-    results = _results(spec, refused)
+    results = _results(spec, refused, channel)
     if refused:
-        results = [f"{OVER_MEMORY}{REFUSED}"]
-    with os.fdopen(channel, "w") as out:
-        json.dump(encode_results(spec["exercise"], results), out)
+        results = [f"{OVER_MEMORY}{REFUSED}"] * len(spec["cases"])
+    channel.write(json.dumps({"results": encode_results(spec["exercise"], results)}) + "\n")
+    channel.flush()
 
 
-def _results(spec: dict, refused: list) -> list:
-    """The learner's results on the case of ``spec``; a ``MemoryError`` noted in ``refused``."""
+def _results(spec: dict, refused: list, channel) -> list:
+    """The learner's results on the cases of ``spec``; a ``MemoryError`` noted in ``refused``."""
+    cases = decode_cases(spec)
     try:
         learner = cloudpickle.loads(base64.b64decode(spec[CODE]))
     except MemoryError:
         refused.append(True)
         return []
     except Exception as err:
-        return [f"could not be loaded in a fresh process: {err!r}"[:300]]
+        return [f"could not be loaded in a fresh process: {err!r}"[:300]] * len(cases)
     if not callable(learner):
-        return [f"could not be loaded in a fresh process: {type(learner).__name__} is not a function"]
+        return [f"could not be loaded in a fresh process: {type(learner).__name__} is not a function"] * len(cases)
 
     @functools.wraps(learner)
     def watched(*args, **kwargs):
@@ -92,8 +103,31 @@ def _results(spec: dict, refused: list) -> list:
         except MemoryError:
             refused.append(True)
             raise
-    return run_cases({spec["function"]: watched}, spec["function"], spec["call"], decode_cases(spec),
+    call = spec["call"]
+    if spec.get("served"):
+        call = "served_decoder"
+        for i, case in enumerate(cases):
+            case["next_log_probs"] = _served(i, channel)
+    return run_cases({spec["function"]: watched}, spec["function"], call, cases,
                      budget=float(spec["seconds"]), signature=spec.get("signature"), memory=spec.get("memory"))
+
+
+def _served(i: int, channel) -> Callable:
+    """``next_log_probs`` of case ``i`` asked of the grader, which holds the model and counts
+    the calls: prefixes (n, t) of ints -> (n, vocab_size) log-probabilities."""
+    def next_log_probs(prefixes):
+        try:
+            asked = encode_array(np.asarray(prefixes))
+        except (TypeError, ValueError):
+            raise ValueError("next_log_probs takes prefixes (n, t) of ints") from None
+        channel.write(json.dumps({"ask": i, "prefixes": asked}) + "\n")
+        channel.flush()
+        reply = json.loads(sys.stdin.readline() or "{}")
+        if "logp" not in reply:  # the error the kernel's model would raise (``calls.table_model``)
+            raise (IndexError if reply.get("type") == "IndexError" else ValueError)(
+                str(reply.get("error", "the grader did not answer")))
+        return decode_array(reply["logp"])
+    return next_log_probs
 
 
 if __name__ == "__main__":

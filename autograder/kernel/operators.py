@@ -444,8 +444,9 @@ def _undoing(tree, nodes, index, params, extra_keys) -> list[Site]:
     leak), a condition negated, a ``range`` stop ``T - step + 1`` made ``T`` (the last, shorter
     block), a subscript that only adds axes dropped, an axis given to ``np.split`` and kin,
     ``[0]`` after a call of one's own function (the first of the tuple it returns), ``a.size``
-    made the length of one axis, an axis given by position to a reduction changed, and the
-    same axis of several calls changed in all of them (``_same_axis_everywhere``)."""
+    made the length of one axis, an axis given by position to a reduction changed, the
+    same axis of several calls changed in all of them (``_same_axis_everywhere``), and every
+    ``.T`` made a swap of the last two axes (``_every_transpose``)."""
     sites = []
     in_signature = {id(n) for n in ast.walk(tree.args)}
     parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
@@ -657,7 +658,33 @@ def _same_axis_everywhere(tree, nodes, index, parents) -> list[Site]:
             each = "both" if len(calls) == 2 else f"all {len(calls)}"
             sites.append(Site(0, new, "axes", f"with axis `{other}` in place of `{value}` in {each} "
                                               f"calls of `{name}`", line))
-    return sites
+    return sites + _every_transpose(tree, nodes, index, parents)
+
+
+def _every_transpose(tree, nodes, index, parents) -> list[Site]:
+    """The same slip repeated: ``.T`` on several batched arrays, where it reverses every axis,
+    not the last two (``A.T @ dout`` and ``dS.T @ Q`` in one loop), all made ``np.swapaxes(...,
+    -1, -2)`` at once; said in words at the first one's line (as ``_same_axis_everywhere``)."""
+    flips = [n for n in nodes if isinstance(n, ast.Attribute) and n.attr == "T" and isinstance(n.ctx, ast.Load)]
+    if len(flips) < 2:
+        return []
+    new = copy.deepcopy(tree)
+    twins = list(ast.walk(new))  # the same walk order as the original's
+    chosen = {id(twins[index[id(n)]]) for n in flips}
+
+    class Swap(ast.NodeTransformer):
+        def visit_Attribute(self, node):
+            self.generic_visit(node)
+            if id(node) not in chosen:
+                return node
+            return ast.Call(ast.Attribute(ast.Name("np", ast.Load()), "swapaxes", ast.Load()),
+                            [node.value, ast.Constant(-1), ast.Constant(-2)], [])
+    new = ast.fix_missing_locations(Swap().visit(new))
+    line = flips[0]
+    while not isinstance(line, ast.stmt):
+        line = parents[id(line)]
+    each = "both places" if len(flips) == 2 else f"all {len(flips)} places"
+    return [Site(0, new, "axes", f"with `np.swapaxes(…, -1, -2)` in place of `.T` in {each}", line)]
 
 
 def _positional_axis(node) -> ast.Constant | None:

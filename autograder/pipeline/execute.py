@@ -17,8 +17,9 @@
    graded ones together, is dropped: the grader holds the outputs, whatever the code prints.
    The whole run stops after ``time_budget`` seconds; cells not reached are marked.
 
-4. runs again, alone in a fresh process of the sandbox under a memory limit the learner's code
-   cannot lift, each case held to a memory limit that the kernel got right (``rerun``).
+4. runs again, alone in a fresh process of the sandbox, the cases whose promise the kernel
+   cannot keep (a memory limit, a decoder's one call of its model per step) and that the
+   kernel got right (``rerun``).
 
 The verdict is ``JudgeOutputs``'s, in the next step.
 """
@@ -233,14 +234,14 @@ class SandboxedExecute(NbGraderPreprocessor):
                 probes = encode_probes(*ex.probes(graded=cases), ex.rtol, ex.atol)
                 box.write_cases(ex.id, encode_cases(ex.id, ex.function, ex.call, cases, ex.signature, probes,
                                                     ex.memory_limits(cases)))
-            limited = {i: ex_cases for i, ex_cases in graded.items() if rerun.limited(*ex_cases)}
+            again = {i: ex_cases for i, ex_cases in graded.items() if rerun.again(*ex_cases)}
             until = monotonic() + self.time_budget  # the reruns' share is kept from the cells
-            faults = self._run(nb, box, to_run, self.time_budget - (rerun.SECONDS if limited else 0))
+            faults = self._run(nb, box, to_run, self.time_budget - (rerun.SECONDS if again else 0))
             key = plan.submission_key(nb)
             resources["autograder"][rerun.ALONE] = {
-                i: rerun.failures(ex, cases, key, recorded_payload(nb.cells[i], ex.id), box.site, box.run_alone,
+                i: rerun.failures(ex, cases, key, recorded_payload(nb.cells[i], ex.id), box.site, box.alone,
                                   max(until, monotonic() + 1))
-                for i, (ex, cases) in limited.items() if i not in faults}
+                for i, (ex, cases) in again.items() if i not in faults}
         for i, message in faults.items():
             nb.cells[i].outputs.append(fault_output(message))
             nb.cells[i].metadata[FAULT_KEY] = message

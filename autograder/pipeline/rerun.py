@@ -1,32 +1,53 @@
-"""The cases held to a memory limit, run again alone under a limit the learner cannot lift [trusted]
+"""Cases run again alone, where the learner's code cannot forge what grades them [trusted]
 
-The kernel's count of a call's allocations runs in the learner's process, which can stop or
-replace it (``autograder.kernel.fresh`` says how). So for each case with a memory limit that
-the kernel got right, the grader runs the learner's function again (pickled by value in the
-graded cell) in a fresh process of the sandbox, under the operating system's limit, on the
-case's twin: a case of the same kind and shapes, drawn from the submission's key for this
-purpose and never given to the kernel, so no answer prepared there fits it. The case keeps its
-kernel result only if the twin's outputs, read back as plain data, equal the reference's.
+Two promises of the exercises' texts are kept in the learner's own process, which can forge
+anything there: the kernel counts a call's allocations with ``tracemalloc`` (flash attention's
+long cases: tiles, never the whole matrix), and ``calls.once_per_step`` refuses a decoder's
+second call of its model on prefixes of one length (all live sequences in one call per step).
+So after the notebook has run, each case of those exercises that the kernel got right runs
+again, in a fresh process of the sandbox (``autograder.kernel.fresh``) on the learner's
+function pickled by value in the graded cell, on the case's twin: a case of the same kind
+and shapes, drawn from the submission's key for this purpose and never given to the kernel,
+so no answer prepared there fits it.
+
+* A case held to a memory limit runs alone under ``RLIMIT_DATA``, set before the learner's
+  bytes are loaded: the operating system, not a count, refuses the whole matrix.
+* A decoder's twins run in one process whose model is served from here, a line at a time:
+  the table of log-probabilities never enters the sandbox, and the calls are counted here.
+
+The case keeps its kernel result only if the twin's outputs, read back as plain data, equal
+the reference's; the pickled bytes are passed on and never loaded here.
 """
 from __future__ import annotations
 
 import hmac
 import json
 import sys
+import threading
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
+from subprocess import Popen
 from typing import Callable
+
+import numpy as np
 
 from autograder.judge.exercise import Exercise
 from autograder.judge.verdict import close
+from autograder.kernel.calls import once_per_step, table_model
 from autograder.kernel.cases import CASE_SECONDS, CODE, WALL_FACTOR
-from autograder.kernel.transport import as_outputs, decode_results, encode_cases, over_memory
+from autograder.kernel.transport import (as_outputs, decode_array, decode_results, encode_array, encode_cases,
+                                         over_memory)
 
 SECONDS = 10  # of the notebook's time budget, kept for its reruns: an honest one takes under one
 ALONE = "alone"  # resources["autograder"][ALONE]: graded cell index -> ``failures``
 AGAIN = "run again alone in a fresh process, on a case of the same kind the grader drew for it"
-# run(argv, stdin, timeout) -> standard output: ``Sandbox.run_alone``, or a plain process in tests
-Runner = Callable[[list, str, float], str]
+SERVED = "markov_decoder"  # the call of the exercises whose model the grader serves
+LINE = 16 << 20  # bytes of one line read from a process run alone
+MOST_PREFIXES = 4096  # rows of one request of the served model
+# start(argv) -> a context holding (the process, with stdin and stdout pipes; a function that
+# kills it and all it started): ``Sandbox.alone``
+Start = Callable[[list], AbstractContextManager[tuple[Popen, Callable[[], None]]]]
 
 
 def twins(ex: Exercise, key: bytes) -> list:
@@ -34,19 +55,21 @@ def twins(ex: Exercise, key: bytes) -> list:
     return ex.graded_cases(hmac.new(key, b"held alone: " + ex.id.encode(), "sha256").digest())
 
 
-def limited(ex: Exercise, cases: list) -> list[int]:
-    """The indices of the cases that ``ex`` holds to a memory limit."""
-    return [i for i, c in enumerate(cases) if ex.memory is not None and ex.memory(c) is not None]
+def again(ex: Exercise, cases: list) -> list[int]:
+    """The indices of the cases that run again alone when the kernel gets them right."""
+    if ex.memory is not None:
+        return [i for i, c in enumerate(cases) if ex.memory(c) is not None]
+    return list(range(len(cases))) if ex.call == SERVED else []
 
 
-def failures(ex: Exercise, cases: list, key: bytes, payload, site: Path, run: Runner,
+def failures(ex: Exercise, cases: list, key: bytes, payload, site: Path, start: Start,
              deadline: float | None = None) -> dict[int, str]:
-    """Case index -> why it fails after all: for each case with a memory limit whose kernel
-    result is right, its twin run alone (``site``: where the sandbox stages ``autograder``)
-    either went over the limit (``OVER_MEMORY``, as the verdict words it), raised, did not
-    finish (by ``deadline`` on the monotonic clock, for all of a grading's reruns together),
-    or gave other outputs than the reference's."""
-    at = limited(ex, cases)
+    """Case index -> why it fails after all: of the cases ``again`` names that the kernel got
+    right, those whose twin, run alone (``site``: where the sandbox stages ``autograder``),
+    went over its memory limit (``OVER_MEMORY``, as the verdict words it), raised (a second
+    call of the model for one length too), did not finish (by ``deadline`` on the monotonic
+    clock, for all of a grading's reruns together), or gave other outputs than the reference's."""
+    at = again(ex, cases)
     if not at or not isinstance(payload, dict):
         return {}
     try:
@@ -55,32 +78,105 @@ def failures(ex: Exercise, cases: list, key: bytes, payload, site: Path, run: Ru
         return {}  # the judge says why the recorded outputs are unreadable
     if len(results) != len(cases):
         return {}
-    code, drawn, out = payload.get(CODE), twins(ex, key), {}
+    at = [i for i in at if not isinstance(results[i], str) and close(ex, results[i], as_outputs(ex.reference(**cases[i])))]
+    if not at:
+        return {}  # the kernel's own results already fail: their messages say more
+    code, drawn = payload.get(CODE), twins(ex, key)
+    if not isinstance(code, str):
+        return {i: f"{AGAIN}: the graded cell could not pickle `{ex.function}` to run it there" for i in at}
+    script = [sys.executable, str(site / "autograder" / "kernel" / "fresh.py")]
+    if ex.memory is not None:  # one process per case: each its own limit
+        got = {}
+        for i in at:
+            limit = (ex.memory(drawn[i]) or ex.memory(cases[i]))[0]  # one kind, one limit
+            got.update(_run(ex, {i: drawn[i]}, code, script + [str(limit)], start, deadline, memory=[limit]))
+    else:  # one process for all: the model served from here
+        got = _run(ex, {i: drawn[i] for i in at}, code, script + ["-1"], start, deadline, served=True)
+    out = {}
     for i in at:
-        got = results[i]
-        if isinstance(got, str) or not close(ex, got, as_outputs(ex.reference(**cases[i]))):
-            continue  # the kernel's own result already fails: its message says more
-        twin = drawn[i]
-        limit = (ex.memory(twin) or ex.memory(cases[i]))[0]  # one kind, one limit
-        if not isinstance(code, str):
-            out[i] = f"{AGAIN}: the graded cell could not pickle `{ex.function}` to run it there"
-            continue
-        spec = {**encode_cases(ex.id, ex.function, ex.call, [twin], ex.signature, memory=[limit]),
-                CODE: code, "seconds": CASE_SECONDS}
-        left = WALL_FACTOR * CASE_SECONDS + 10 if deadline is None else deadline - time.monotonic()
-        stdout = run([sys.executable, str(site / "autograder" / "kernel" / "fresh.py"), str(limit)],
-                     json.dumps(spec), min(left, WALL_FACTOR * CASE_SECONDS + 10)) if left > 1 else ""
-        try:
-            again = decode_results(json.loads(stdout))
-            again = again[0] if len(again) == 1 else None
-        except (ValueError, KeyError, TypeError, AttributeError):
-            again = None
-        if again is None:
+        twin, result = drawn[i], got.get(i)
+        if result is None:
             out[i] = f"{AGAIN}, it stopped without a result (a crash, or out of time)"
-        elif over_memory(again) is not None:
-            out[i] = again
-        elif isinstance(again, str):
-            out[i] = f"{AGAIN}: {again[:300]}"
-        elif not close(ex, again, as_outputs(ex.reference(**twin))):
+        elif over_memory(result) is not None:
+            out[i] = result
+        elif isinstance(result, str):
+            out[i] = f"{AGAIN}: {result[:300]}"
+        elif not close(ex, result, as_outputs(ex.reference(**twin))):
             out[i] = f"{AGAIN}, its outputs differ from the reference's there"
     return out
+
+
+def _run(ex: Exercise, twins_at: dict, code: str, argv: list, start: Start, deadline: float | None,
+         memory: list | None = None, served: bool = False) -> dict:
+    """Case index -> the result of its twin in one process run alone (missing: none came)."""
+    order = list(twins_at)
+    tables = {n: twins_at[i].get("logp") for n, i in enumerate(order)} if served else {}
+    cases = [{k: v for k, v in twins_at[i].items() if not (served and k == "logp")} for i in order]
+    spec = {**encode_cases(ex.id, ex.function, ex.call, cases, ex.signature, memory=memory),
+            CODE: code, "seconds": CASE_SECONDS, "served": served}
+    seconds = WALL_FACTOR * CASE_SECONDS * len(cases) + 10
+    if deadline is not None:
+        seconds = min(seconds, deadline - time.monotonic())
+    if seconds <= 1:
+        return {}
+    with start(argv) as (process, stop):
+        reply = converse(process, stop, json.dumps(spec), _server(tables) if served else None, seconds)
+    try:
+        results = decode_results(reply)
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return {}
+    return dict(zip(order, results)) if len(results) == len(order) else {}
+
+
+def _server(tables: dict) -> Callable[[dict], dict]:
+    """Answers to the requests of the served model: what the kernel's model would give or
+    raise (``calls.once_per_step`` of ``calls.table_model`` of case n's table), its error's
+    type and text in place of a raise."""
+    models = {n: once_per_step(table_model(table)) for n, table in tables.items()}
+
+    def answer(request: dict) -> dict:
+        model = models.get(request.get("ask"))
+        try:
+            prefixes = decode_array(request["prefixes"])
+        except (KeyError, ValueError, TypeError, AttributeError):
+            prefixes = None
+        if model is None or prefixes is None or len(prefixes) > MOST_PREFIXES:
+            return {"error": f"next_log_probs takes prefixes (n, t) of ints, n at most {MOST_PREFIXES}",
+                    "type": "ValueError"}
+        try:
+            return {"logp": encode_array(np.asarray(model(prefixes), dtype=np.float64))}
+        except (ValueError, IndexError) as err:
+            return {"error": str(err)[:300], "type": type(err).__name__}
+    return answer
+
+
+def converse(process: Popen, stop: Callable[[], None], first: str, answer: Callable[[dict], dict] | None,
+             seconds: float):
+    """Send ``first`` (a line) to a process run alone, answer its requests (``{"ask": ...}``)
+    with ``answer``, and return the ``results`` of its last line, parsed; None when it ends
+    without one, sends more than ``LINE`` bytes in a line or anything else, or runs past
+    ``seconds`` (``stop`` kills it and all it started then, and in any case on return)."""
+    timer = threading.Timer(seconds, stop)
+    timer.start()
+    try:
+        process.stdin.write(first.encode() + b"\n")
+        process.stdin.flush()
+        while True:
+            line = process.stdout.readline(LINE)
+            if not line.endswith(b"\n"):
+                return None  # the end, a kill, or a line too long
+            message = json.loads(line)
+            if not isinstance(message, dict):
+                return None
+            if "results" in message:
+                return message["results"]
+            if answer is None or "ask" not in message:
+                return None
+            process.stdin.write(json.dumps(answer(message)).encode() + b"\n")
+            process.stdin.flush()
+    except (ValueError, OSError):  # not JSON, or the pipe closed
+        return None
+    finally:
+        timer.cancel()
+        stop()
+        process.wait()

@@ -36,6 +36,7 @@ import os
 import secrets
 import select
 import shutil
+import signal
 import site
 import stat
 import subprocess
@@ -57,7 +58,6 @@ HIDE_WITH = {"torch": ("torch", "functorch", "torchgen", "sympy", "jax", "jaxlib
                        "tensorflow")}
 ISOLATION_ENV = "AUTOGRADER_ISOLATION"  # "auto" (default), "required" or "off"
 KERNEL_NAME = "course-sandbox"
-ALONE_OUTPUT = 64 << 20  # bytes of a process run alone (``run_alone``) read back: its results, plain data
 
 
 @dataclass(frozen=True)
@@ -222,14 +222,7 @@ class Sandbox:
         Through ``/proc/<pid>/root`` the grader, root or the same user as the kernel, connects to
         the sockets without any folder of its own disk being writable inside.
         """
-        with os.fdopen(info_fd, "rb") as info:  # bwrap writes it whole and closes it, or dies
-            select.select([info], [], [], 30)
-            text = info.read().decode(errors="replace")
-        try:
-            pid = int(json.loads(text)["child-pid"])
-        except (ValueError, KeyError, TypeError):
-            raise OSError(f"bubblewrap did not say which process it started ({text!r})") from None
-        return f"/proc/{pid}/root{self.sockets}"
+        return f"/proc/{_child_pid(info_fd)}/root{self.sockets}"
 
     def write_cases(self, exercise_id: str, payload: dict) -> None:
         (self.cases / f"{exercise_id}.json").write_text(json.dumps(payload))
@@ -264,26 +257,38 @@ class Sandbox:
         return self.contained([sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
                                "--IPKernelApp.log_level=ERROR"])
 
-    def run_alone(self, argv: list[str], stdin: str, timeout: float) -> str:
-        """``argv`` run as the kernel runs (``contained``: this sandbox, its limits, its uid,
-        the seccomp filter of ``launch``), fed ``stdin``; the first ``ALONE_OUTPUT`` bytes it
-        wrote on its standard output (a file of the grader's, which the file-size limit caps;
-        its standard error goes nowhere), or '' when it ran past ``timeout`` seconds."""
+    @contextmanager
+    def alone(self, argv: list[str]):
+        """``argv`` started as the kernel runs (``contained``: this sandbox, its limits, its uid,
+        the seccomp filter of ``launch``), with pipes for its standard input and output; its
+        standard error goes nowhere. Yields (the process, a function that kills it and all it
+        started), and kills them on leaving."""
         argv = self.contained(argv)
-        with tempfile.TemporaryFile(dir=self.root) as out:
+        pipes = dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        if not self.isolate:  # a session of its own: its process group goes with it
+            with subprocess.Popen(argv, env=self.environment(), cwd=self.work, start_new_session=True,
+                                  **pipes) as process:
+                stop = lambda: _kill(process.pid, group=True)
+                try:
+                    yield process, stop
+                finally:
+                    stop()
+            return
+        with self.launch(argv) as (argv, fds, info):  # closes ``info`` if the start fails
+            process = subprocess.Popen(argv, pass_fds=fds, **pipes)
+        try:
+            first = _child_pid(info)  # read whole: bwrap dies of a pipe closed before it writes
+        except OSError:
+            first = None
+
+        def stop():
+            _kill(first)  # the namespace's first process takes every other along
+            process.kill()
+        with process:
             try:
-                if not self.isolate:
-                    subprocess.run(argv, input=stdin.encode(), stdout=out, stderr=subprocess.DEVNULL,
-                                   timeout=timeout, env=self.environment(), cwd=self.work)
-                else:
-                    with self.launch(argv) as (argv, fds, info):  # closes ``info`` if the run raises
-                        subprocess.run(argv, input=stdin.encode(), stdout=out, stderr=subprocess.DEVNULL,
-                                       timeout=timeout, pass_fds=fds)
-                    os.close(info)  # bwrap's note of the pid: nobody connects to this process
-            except subprocess.TimeoutExpired:
-                return ""
-            out.seek(0)
-            return out.read(ALONE_OUTPUT).decode(errors="replace")
+                yield process, stop
+            finally:
+                stop()
 
     def contained(self, command: list[str]) -> list[str]:
         """``command`` in this sandbox, with its limits, dropped to its uid (as is, without
@@ -360,6 +365,28 @@ class Sandbox:
 
 
 SANDBOX_PREFIX = "ag-sandbox-"  # + the pid of the process that made it
+
+
+def _child_pid(info_fd: int) -> int:
+    """The pid, as the host sees it, of the sandbox's first process, which bwrap writes to its
+    ``--info-fd`` (``info_fd``: the pipe's read end, read whole and closed here)."""
+    with os.fdopen(info_fd, "rb") as info:  # bwrap writes it whole and closes it, or dies
+        select.select([info], [], [], 30)
+        text = info.read().decode(errors="replace")
+    try:
+        return int(json.loads(text)["child-pid"])
+    except (ValueError, KeyError, TypeError):
+        raise OSError(f"bubblewrap did not say which process it started ({text!r})") from None
+
+
+def _kill(pid: int | None, group: bool = False) -> None:
+    """SIGKILL to ``pid`` (``group``: to its process group) if it is still there: the first
+    process of a PID namespace takes every other process of it along."""
+    if pid is not None:
+        try:
+            (os.killpg if group else os.kill)(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def private_dir(prefix: str, base: str | None = None) -> Path:

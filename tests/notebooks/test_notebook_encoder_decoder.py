@@ -104,6 +104,16 @@ MUTANTS = {  # name: [(grade_id, old, new, exercise id, mistake name the feedbac
         ("encdec_beam_search", "done = token == eos", "done = np.zeros(len(token), dtype=bool)",
          "encdec.beam_search", "finished beams extended"),
     ],
+    # one call of the model per beam, through the table model behind the kernel's counter
+    # (calls.once_per_step): the grader runs the cases again alone, serving the model itself
+    "the model called per beam, its counter bypassed": [
+        ("encdec_beam_search", "    for _ in range(max_len):\n        cand = scores[:, None] + next_log_probs(beams)",
+         "    model = ([c.cell_contents for c in next_log_probs.__closure__ or () if callable(c.cell_contents)]\n"
+         "             or [next_log_probs])[0]\n"
+         "    for _ in range(max_len):\n"
+         "        cand = scores[:, None] + np.concatenate([model(beams[b:b + 1]) for b in range(len(beams))])",
+         "encdec.beam_search", "one call per step"),
+    ],
 }
 
 

@@ -242,6 +242,25 @@ CELLS = [
             k = int(np.argmax(norm))
             return np.asarray(pool[k][0], dtype=np.int64), float(norm[k])
         """, says=("one call per step",)),
+    Cell("encdec.beam_search", "once per beam, through the model behind the kernel's counter", """
+        def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
+            inner = [c.cell_contents for c in next_log_probs.__closure__ or () if callable(c.cell_contents)]
+            model = inner[0] if inner else next_log_probs  # the kernel's counter wraps the table
+            live, finished = [([bos], 0.0)], []
+            for _ in range(max_len):
+                cands = []
+                for seq, sc in live:
+                    lp = model(np.array([seq]))[0]
+                    cands += [(sc + lp[tok], seq + [tok]) for tok in range(len(lp))]
+                live = []
+                for sc, seq in sorted(cands, key=lambda c: -c[0])[:beam_size]:
+                    (finished if seq[-1] == eos else live).append((seq, sc))
+                if not live:
+                    break
+            pool = [(np.array(s[1:]), sc / (len(s) - 1) ** alpha) for s, sc in finished or live]
+            k = int(np.argmax([sc for _, sc in pool]))
+            return pool[k][0].astype(np.int64), float(pool[k][1])
+        """, says=("run again alone in a fresh process", "one call per step")),
     Cell("layernorm.backward", "sums where the derivation has means", """
         def layernorm_backward(dout, cache):
             x_hat, var, eps, gamma = cache
@@ -1080,6 +1099,30 @@ CELLS = [
             k = int(np.argmax(norm))
             return np.array(pool[k][0][1:]), float(norm[k])
         """, says=("each beam's own best tokens kept",)),
+    Cell("flash.backward", "`.T` on two batched tiles (it reverses every axis)", """
+        def flash_backward(dout, Q, K, V, out, lse, causal=False, block_q=16, block_k=16):
+            Tq, Tk = Q.shape[-2], K.shape[-2]
+            c = Q.shape[-1] ** -0.5
+            D = (dout * out).sum(-1)
+            L = np.where(np.isinf(lse), np.inf, lse)
+            dQ = np.zeros(Q.shape); dK = np.zeros(K.shape); dV = np.zeros(V.shape)
+            for i in range(0, Tq, block_q):
+                q, g = Q[..., i:i + block_q, :], dout[..., i:i + block_q, :]
+                n = q.shape[-2]
+                for j in range(0, Tk, block_k):
+                    k, v = K[..., j:j + block_k, :], V[..., j:j + block_k, :]
+                    s = q @ np.swapaxes(k, -1, -2) * c
+                    if causal:
+                        keep = np.arange(j, j + s.shape[-1])[None, :] <= np.arange(i, i + n)[:, None] + Tk - Tq
+                        s = np.where(keep, s, -np.inf)
+                    p = np.exp(s - L[..., i:i + n, None])
+                    dV[..., j:j + block_k, :] += p.T @ g
+                    ds = p * (g @ np.swapaxes(v, -1, -2) - D[..., i:i + n, None])
+                    dQ[..., i:i + n, :] += c * ds @ k
+                    dK[..., j:j + block_k, :] += c * ds.T @ q
+            return dQ, dK, dV
+        """, says=("With `np.swapaxes(…, -1, -2)` in place of `.T` in both places, every case matches.",
+                   "`dV[..., j:j + block_k, :] += p.T @ g`")),
 ]
 
 
