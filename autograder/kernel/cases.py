@@ -32,7 +32,8 @@ from autograder.kernel.transport import (MIME, NOT_IMPLEMENTED, OVER_MEMORY, as_
                                         encode_results)
 
 CASES_ENV = "AUTOGRADER_CASES"
-CODE = "code"            # the graded cell's payload: the learner's function, pickled (``pickled``)
+PICKLE = "pickle"        # the cases file: the grader runs cases again alone, so the payload holds
+CODE = "code"            # the learner's function, pickled (``pickled``)
 CASE_SECONDS = 5.0       # CPU seconds; one case of an honest exercise takes milliseconds
 EXERCISE_SECONDS = 12.0  # CPU seconds for all cases of one exercise
 WALL_FACTOR = 4          # a case that waits is stopped after this many times CASE_SECONDS on the
@@ -179,7 +180,7 @@ def pickled(namespace: dict, function: str) -> str | None:
     """The learner's ``function`` with what it reads from the notebook, pickled by value
     (``cloudpickle``) as base64 text, for the grader to run alone (``fresh``); None when it
     cannot be (those cases then fail, saying so)."""
-    # lazy: cloudpickle (40 ms) only in graded cells of exercises held to a memory limit
+    # lazy: cloudpickle (40 ms) only in graded cells whose cases the grader runs again alone
     import cloudpickle
 
     try:
@@ -211,7 +212,7 @@ def record(exercise_id: str, namespace: dict) -> None:
                                 memory=spec.get("memory"), changed=changed)
         payload = encode_results(exercise_id, results)
         payload["changed"] = changed
-        if spec.get("memory") or spec.get("call") == "markov_decoder":  # run again alone (``fresh``)
+        if spec.get(PICKLE):  # the grader runs some of these cases again alone (``fresh``)
             payload[CODE] = pickled(namespace, spec["function"])
         summary = f"Recorded {len(results)} cases of {exercise_id} for the grader."
         payload["fixes"] = _fixes(namespace, spec, cases, CELL_SECONDS - (time.monotonic() - start))

@@ -44,6 +44,7 @@ from traitlets import Any, Bool, Integer
 from autograder.pipeline import plan, rerun
 from autograder.paths import SOLUTIONS
 from autograder.pipeline.sandbox import KERNEL_NAME, Sandbox, SandboxUnavailable, isolation
+from autograder.kernel.cases import PICKLE
 from autograder.kernel.transport import MIME, encode_cases, encode_probes
 
 FAULT = "GradingFault"
@@ -232,8 +233,8 @@ class SandboxedExecute(NbGraderPreprocessor):
         with Sandbox(forbidden, isolate) as box:
             for ex, cases in graded.values():
                 probes = encode_probes(*ex.probes(graded=cases), ex.rtol, ex.atol)
-                box.write_cases(ex.id, encode_cases(ex.id, ex.function, ex.call, cases, ex.signature, probes,
-                                                    ex.memory_limits(cases)))
+                box.write_cases(ex.id, {**encode_cases(ex.id, ex.function, ex.call, cases, ex.signature, probes,
+                                                       ex.memory_limits(cases)), PICKLE: bool(rerun.again(ex, cases))})
             again = {i: ex_cases for i, ex_cases in graded.items() if rerun.again(*ex_cases)}
             until = monotonic() + self.time_budget  # the reruns' share is kept from the cells
             faults = self._run(nb, box, to_run, self.time_budget - (rerun.SECONDS if again else 0))
