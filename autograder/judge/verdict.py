@@ -18,7 +18,7 @@ from autograder.judge.exercise import Exercise, Mistake, both
 from autograder.judge.explain import explain, output_kind
 from autograder.judge.features import in_words
 from autograder.kernel.hints import returned_tuple_hint
-from autograder.kernel.transport import NOT_IMPLEMENTED, REFUSED, as_outputs, over_memory
+from autograder.kernel.transport import AGAIN, NOT_IMPLEMENTED, REFUSED, as_outputs, over_memory
 
 
 MIN_SEARCH = 0.3  # seconds the search among the mutants gets however late it starts
@@ -150,6 +150,7 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
 
     failing, passing, first_problem, errors, raised, wants = [], [], None, [], [], []
     too_large = []  # messages for the cases that held more memory than their limit
+    alone = []      # and for those that failed run again alone (``autograder.pipeline.rerun``)
     for i, (case, got) in enumerate(zip(cases, results)):
         want = as_outputs(ex.reference(**case))
         wants.append(want)
@@ -157,6 +158,9 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
         peak = over_memory(got)
         if peak is not None:
             too_large.append(f"{label}: {_memory_message(ex, case, peak)}")
+            continue
+        if isinstance(got, str) and got.startswith(AGAIN):  # right in the kernel, wrong alone: apart
+            alone.append(f"{label}: right in your notebook, but {got if public else without_values(got)}")
             continue
         if isinstance(got, str):
             errors.append(got if got == NOT_IMPLEMENTED else
@@ -201,6 +205,8 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
     if too_large:
         verdict.messages += too_large
         verdict.kind = verdict.kind or "specific"
+    if alone:  # what went wrong there is for the learner to find: the grader saw only the twin's outputs
+        verdict.messages.append(alone[0] + (f" ({len(alone) - 1} more case(s) likewise)" if len(alone) > 1 else ""))
     verdict.messages.append(f"{verdict.passed} of {len(cases)} cases match the reference.")
     if first_problem:
         verdict.messages.append("First difference, " + first_problem.rstrip(".") + ".")

@@ -20,6 +20,7 @@ MAX_ELEMENTS = 10_000_000  # per decoded array: far above any exercise's output
 NOT_IMPLEMENTED = "not implemented yet"  # the result of a case that raised NotImplementedError
 OVER_MEMORY = "over the memory limit: "  # + the peak in bytes (-1: the code stopped the count)
 REFUSED = -2  # the peak of a case whose allocation the operating system refused (``fresh``)
+AGAIN = "run again alone in a fresh process, on a case of the same kind the grader drew for it"
 
 
 def over_memory(result) -> int | None:

@@ -36,12 +36,11 @@ from autograder.judge.exercise import Exercise
 from autograder.judge.verdict import close
 from autograder.kernel.calls import once_per_step, table_model
 from autograder.kernel.cases import CASE_SECONDS, CODE, WALL_FACTOR
-from autograder.kernel.transport import (as_outputs, decode_array, decode_results, encode_array, encode_cases,
-                                         over_memory)
+from autograder.kernel.transport import (AGAIN, as_outputs, decode_array, decode_results, encode_array,
+                                         encode_cases, over_memory)
 
 SECONDS = 10  # of the notebook's time budget, kept for its reruns: an honest one takes under one
 ALONE = "alone"  # resources["autograder"][ALONE]: graded cell index -> ``failures``
-AGAIN = "run again alone in a fresh process, on a case of the same kind the grader drew for it"
 SERVED = "markov_decoder"  # the call of the exercises whose model the grader serves
 LINE = 16 << 20  # bytes of one line read from a process run alone
 MOST_PREFIXES = 4096  # rows of one request of the served model
