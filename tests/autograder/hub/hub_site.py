@@ -13,6 +13,7 @@ leaves behind (test_hub_class.py tries them at its end; test_hub_people_apart.py
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -164,7 +165,8 @@ def _stop(proc: subprocess.Popen | None, hub: Hub) -> None:
     made = hub.root / "state" / "accounts"
     accounts = set(made.read_text().split()) if made.exists() else set()
     for p in _processes_of(accounts):
-        p.terminate()
+        with contextlib.suppress(psutil.NoSuchProcess):  # it may end between the listing and the signal
+            p.terminate()
     psutil.wait_procs(_processes_of(accounts), timeout=30)
     if proc is not None and proc.poll() is None:
         try:
@@ -176,7 +178,8 @@ def _stop(proc: subprocess.Popen | None, hub: Hub) -> None:
         except ProcessLookupError:
             pass
     for p in _processes_of(accounts):
-        p.kill()
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.kill()
 
 
 class Person:
