@@ -728,6 +728,32 @@ def _beam_with(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0,
     return pool[best][0], np.float64(pool[best][1] if raw_score else normalised[best])
 
 
+def _beam_kept_live(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0, *, until="never",
+                    pick="normalised"):
+    """``beam_search`` with the beams that produced eos kept in the beam and extended as live
+    ones, each cut after its first eos at the end: the search runs ``max_len`` steps
+    (``until`` "never") or stops once the best beam ("best") or every beam ("all") ends with
+    eos; it returns the best beam (``pick`` "best") or the one with the best normalised score
+    ("normalised"), that score being its whole sum over its cut length ** alpha."""
+    beams, scores = np.full((1, 1), bos, dtype=np.int64), np.zeros(1)  # (B, t), (B,)
+    for _ in range(max_len):
+        logp = next_log_probs(beams)  # (B, vocab_size)
+        cand = (scores[:, None] + logp).ravel()
+        kept = np.argsort(-cand, kind="stable")[:beam_size]
+        beam, token = np.divmod(kept, logp.shape[1])
+        beams, scores = np.concatenate([beams[beam], token[:, None]], axis=1), cand[kept]
+        ended = beams[:, -1] == eos
+        if until == "best" and ended[0] or until == "all" and ended.all():
+            break
+    outputs = []
+    for seq, score in zip(beams[:, 1:], scores):
+        at = np.flatnonzero(seq == eos)
+        cut = seq[:at[0] + 1] if at.size else seq
+        outputs.append((cut, score / len(cut) ** alpha))
+    best = 0 if pick == "best" else int(np.argmax([score for _, score in outputs]))
+    return outputs[best][0], np.float64(outputs[best][1])
+
+
 _beam_reference = _on_table(beam_search)
 
 
@@ -883,7 +909,10 @@ BEAM_MISTAKES = (
             "(length counts the tokens after bos, eos included) and return that score.",
             _on_table(beam_search, alpha=0.0)),
     Mistake("finished beams extended", "a beam that produced eos is finished: set it aside "
-            "with its score and do not extend it.", _on_table(_beam_with, stop_at_eos=False)),
+            "with its score and do not extend it.", _on_table(_beam_with, stop_at_eos=False),
+            detect=any_of(_on_table(_beam_with, stop_at_eos=False),
+                          *(_on_table(_beam_kept_live, until=until, pick=pick)
+                            for until in ("never", "best", "all") for pick in ("best", "normalised")))),
     Mistake("beam of width 1 (greedy)", "keep the beam_size best candidates at each step, "
             "not only the best one.", _on_table(beam_search, beam_size=1)),
     Mistake("bos counted in the length", "the length in score / length ** alpha counts the "

@@ -484,7 +484,7 @@ FORWARD = Exercise(
 def tiled_backward(dout, Q, K, V, out, lse, causal=False, block_q=4, block_k=4, *,
                    D_from_tile=False, use_D=True, tile_softmax=False, mask=True,
                    scale_twice=None, dk_transpose=True, dv_transpose=True, scaled=True,
-                   guard=True, diagonal_skipped=False, top_left=False):
+                   guard=True, diagonal_skipped=False, top_left=False, lse_by_key=False):
     """FlashAttention's backward, tile by tile: dQ, dK, dV shaped like Q, K, V.
 
     Per tile: A = exp(S - lse); dV_j += A^T dout_i; dA = dout_i V_j^T; dS = A * (dA - delta_i);
@@ -493,7 +493,9 @@ def tiled_backward(dout, Q, K, V, out, lse, causal=False, block_q=4, block_k=4, 
     "dK" (Q scaled before the scores, and dK scaled again) or "both" (dS and dQ, dK scaled);
     ``top_left`` True (the causal tiles and the key loop's stop aligned top-left) or "mask"
     (the tiles' mask alone); ``tile_softmax`` is "guarded" (a row of -inf gets weights 0) or "plain" (NaN there);
-    ``scaled`` False leaves dQ and dK unscaled, "dQ" or "dK" scales that one alone.
+    ``scaled`` False leaves dQ and dK unscaled, "dQ" or "dK" scales that one alone;
+    ``lse_by_key`` slices lse by the key block, a row along the keys (it raises where that
+    slice and the tile's columns do not broadcast).
     """
     T_q, T_k = Q.shape[-2], K.shape[-2]
     offset = 0 if top_left is True else T_k - T_q  # "mask": the tiles' mask alone top-left
@@ -516,7 +518,7 @@ def tiled_backward(dout, Q, K, V, out, lse, causal=False, block_q=4, block_k=4, 
                 total = e.sum(axis=-1, keepdims=True)
                 A = e / (np.where(total == 0, 1.0, total) if tile_softmax == "guarded" else total)
             else:
-                A = np.exp(S - lse[..., q0:q0 + rows, None])
+                A = np.exp(S - (lse[..., None, k0:k0 + block_k] if lse_by_key else lse[..., q0:q0 + rows, None]))
             dV[..., k0:k0 + block_k, :] += (_swapT(A) if dv_transpose else A) @ dOi
             dA = dOi @ _swapT(Vj)
             Di = (dA * A).sum(axis=-1) if D_from_tile else delta[..., q0:q0 + rows]
@@ -598,6 +600,10 @@ BACKWARD_MISTAKES = (
             "a query that sees no key has lse = -inf, and exp(-inf - (-inf)) is NaN: use "
             "lse = +inf there (its weights are then exp(S - inf) = 0).",
             _backward_with(guard=False)),
+    Mistake("lse sliced by the key block",
+            "A_ij = exp(S_ij - lse_i): each row of a tile subtracts its query's log-sum-exp. "
+            "Slice lse by the query block, as a column along the keys: lse[..., q0:q0 + rows, None].",
+            _backward_with(lse_by_key=True)),
 )
 
 BACKWARD_EQUIVALENT = {

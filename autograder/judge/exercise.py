@@ -98,6 +98,7 @@ def any_of(*models: Callable[..., Any]) -> Callable[[Case, "Outputs", "Outputs"]
                     for g, w in zip(got, wrong)):
                 return True
         return False
+    detect.models = models  # a passing case may contradict them all (``verdict._contradicted``)
     return detect
 
 

@@ -7,6 +7,8 @@ functions come from the registry.
 """
 from __future__ import annotations
 
+import copy
+
 import re
 import time
 from dataclasses import dataclass, field
@@ -18,7 +20,7 @@ from autograder.judge.exercise import Exercise, Mistake, both
 from autograder.judge.explain import explain, output_kind
 from autograder.judge.features import in_words
 from autograder.kernel.hints import returned_tuple_hint
-from autograder.kernel.transport import AGAIN, NOT_IMPLEMENTED, REFUSED, as_outputs, over_memory
+from autograder.kernel.transport import AGAIN, NOT_IMPLEMENTED, REFUSED, Listed, as_outputs, over_memory
 
 
 MIN_SEARCH = 0.3  # seconds the search among the mutants gets however late it starts
@@ -67,6 +69,7 @@ def close(ex: Exercise, got: tuple, want: tuple, equal_nan: bool = False) -> boo
 
 
 _PROMISED = {"bool": "a boolean array", "int": "an integer array"}  # kinds of output_kind
+LISTED = ("a numpy array", "np.array")  # a list returned where the reference returns an array
 
 
 def _kind_promised(g: np.ndarray, w: np.ndarray, int_scalars: bool = False) -> tuple[str, str] | None:
@@ -74,6 +77,8 @@ def _kind_promised(g: np.ndarray, w: np.ndarray, int_scalars: bool = False) -> t
     integer array (the reference's kind), an int where ``int_scalars`` (the exercise's text
     says so) and the reference's number is one, or None. Other scalars may be any number;
     float arrays any float."""
+    if isinstance(g, Listed) and w.ndim and not isinstance(w, Listed):
+        return LISTED
     promised = output_kind(w)
     if promised == "scalar" and int_scalars and w.dtype.kind in "iu":
         return ("an int", "int") if g.dtype.kind not in "iu" else None
@@ -98,6 +103,8 @@ def describe_difference(ex: Exercise, got: tuple, want: tuple, reveal: bool = Tr
         promised = _kind_promised(g, w, ex.int_scalars)
         if promised and promised[0] == "an int":
             return f"`{name}` is a {g.dtype} number; the exercise asks for an int"
+        if promised == LISTED:
+            return f"`{name}` is a Python list; the exercise asks for a numpy array ({w.dtype.name})"
         if promised:
             return (f"`{name}` has dtype {g.dtype}; the exercise asks for {promised[0]} "
                     f"({w.dtype.name}), e.g. `np.zeros(shape, dtype={promised[1]})`")
@@ -345,6 +352,9 @@ def _dtype_only(ex: Exercise, failing: list) -> str | None:
     if not promised:
         return None
     i, (words, dtype) = sorted(promised)[0]
+    if (words, dtype) == LISTED:
+        return (f"`{ex.name_of(i)}` holds the right numbers, but as a Python list: the exercise asks for "
+                f"a numpy array, so return `np.array(...)` of it (with the dtype the exercise names).")
     if words == "an int":
         return (f"`{ex.name_of(i)}` holds the right number, but the exercise asks for an int: "
                 "compute it in integers (`//` divides them) or return `int(...)` of it.")
@@ -410,17 +420,20 @@ def identify_pair(ex: Exercise, failing: list, passing: list = (), deadline: flo
 
 def _contradicted(ex: Exercise, mistake, passing: list) -> bool:
     """Whether a passing case shows that the learner does not make ``mistake``: its ``wrong``
-    gives other finite outputs there (a ``detect`` cannot say, nor a ``wrong`` that raises or
-    gives NaN: a mistake's model may leave out a guard the learner kept, as a softmax without
-    its maximum that divides 0 by 0 where the learner's gives a fully masked query 0)."""
-    if mistake.detect is not None:
-        return False
-    for case, got in passing:
-        wrong = safe_outputs(mistake.wrong, case)
-        if wrong is not None and all(np.isfinite(w).all() for w in wrong if w.dtype.kind in "fc") \
-                and not _same_values(ex, got, wrong):
-            return True
-    return False
+    (or, for a ``detect`` made by ``any_of``, each of its models) gives other finite outputs
+    there (another ``detect`` cannot say, nor a model that raises or gives NaN: a mistake's
+    model may leave out a guard the learner kept, as a softmax without its maximum that
+    divides 0 by 0 where the learner's gives a fully masked query 0)."""
+    if mistake.detect is None:
+        return any(_differs_finitely(ex, got, safe_outputs(mistake.wrong, case)) for case, got in passing)
+    models = getattr(mistake.detect, "models", ())  # as ``any_of`` runs them: each on a copy
+    return bool(models) and any(all(_differs_finitely(ex, got, safe_outputs(model, copy.deepcopy(case)))
+                                    for model in models) for case, got in passing)
+
+
+def _differs_finitely(ex: Exercise, got: tuple, wrong: tuple | None) -> bool:
+    return wrong is not None and all(np.isfinite(w).all() for w in wrong if w.dtype.kind in "fc") \
+        and not _same_values(ex, got, wrong)
 
 
 def _same_values(ex: Exercise, got: tuple, other: tuple | None, equal_nan: bool = True) -> bool:

@@ -76,19 +76,22 @@ def main() -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
     spec = json.loads(sys.stdin.readline())
     refused = []  # not empty once the limit refused an allocation
-    results = _results(spec, refused, channel)
+    results = _results(spec, refused if limit >= 0 else None, channel)
     if refused:
         results = [f"{OVER_MEMORY}{REFUSED}"] * len(spec["cases"])
     channel.write(json.dumps({"results": encode_results(spec["exercise"], results)}) + "\n")
     channel.flush()
 
 
-def _results(spec: dict, refused: list, channel) -> list:
-    """The learner's results on the cases of ``spec``; a ``MemoryError`` noted in ``refused``."""
+def _results(spec: dict, refused: list | None, channel) -> list:
+    """The learner's results on the cases of ``spec``; a ``MemoryError`` noted in ``refused``
+    (None: no limit, so a ``MemoryError`` is the learner's own error, as any other)."""
     cases = decode_cases(spec)
     try:
         learner = cloudpickle.loads(base64.b64decode(spec[CODE]))
     except MemoryError:
+        if refused is None:
+            return ["could not be loaded in a fresh process: MemoryError()"] * len(cases)
         refused.append(True)
         return []
     except Exception as err:
@@ -101,7 +104,8 @@ def _results(spec: dict, refused: list, channel) -> list:
         try:
             return learner(*args, **kwargs)
         except MemoryError:
-            refused.append(True)
+            if refused is not None:
+                refused.append(True)
             raise
     call = spec["call"]
     if spec.get("served"):

@@ -53,8 +53,14 @@ def decode_array(d: dict) -> np.ndarray:
     return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
 
 
+class Listed(np.ndarray):
+    """An output the learner's code returned as a Python list (or tuple) of numbers, made an
+    array: the judge tells it from the numpy array an exercise's text promises."""
+
+
 def as_outputs(value) -> tuple:
-    """Normalise a return value to a tuple of numeric numpy arrays.
+    """Normalise a return value to a tuple of numeric numpy arrays; an item that was a list or
+    a tuple of numbers (not a number) comes as a ``Listed`` array.
 
     Raises TypeError for anything that is not plain numbers (object arrays, None, strings).
     """
@@ -66,7 +72,7 @@ def as_outputs(value) -> tuple:
         arr = np.array(item, copy=True)
         if arr.dtype.kind not in NUMERIC_KINDS:
             raise TypeError(f"returned a value of type {type(item).__name__}, expected numbers")
-        out.append(arr)
+        out.append(arr.view(Listed) if isinstance(item, (list, tuple)) and arr.ndim else arr)
     return tuple(out)
 
 
@@ -138,8 +144,10 @@ def decode_probes(payload: dict | None) -> tuple[list, list, float, float]:
 # --- results: per case, the outputs or the error text ------------------------------------
 
 def encode_results(exercise_id: str, results: list) -> dict:
-    """``results``: per case, a tuple of arrays or an error string."""
-    cases = [{"error": r} if isinstance(r, str) else {"outputs": [encode_array(a) for a in r]}
+    """``results``: per case, a tuple of arrays (``Listed`` ones noted by index) or an error string."""
+    cases = [{"error": r} if isinstance(r, str) else
+             {"outputs": [encode_array(a) for a in r],
+              **({"listed": listed} if (listed := [k for k, a in enumerate(r) if isinstance(a, Listed)]) else {})}
              for r in results]
     return {"exercise": exercise_id, "cases": cases}
 
@@ -151,5 +159,7 @@ def decode_results(payload: dict) -> list:
         if "error" in case:
             out.append(str(case["error"])[:2000])
         else:
-            out.append(tuple(decode_array(a) for a in case["outputs"]))
+            listed = {int(k) for k in case.get("listed", ())}
+            out.append(tuple(decode_array(a).view(Listed) if k in listed else decode_array(a)
+                             for k, a in enumerate(case["outputs"])))
     return out

@@ -230,12 +230,12 @@ class SandboxedExecute(NbGraderPreprocessor):
             cell.metadata.pop(FAULT_KEY, None)  # the submitted file's say is not the grader's
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
+        again = {i: ex_cases for i, ex_cases in graded.items() if rerun.again(*ex_cases)}
         with Sandbox(forbidden, isolate) as box:
-            for ex, cases in graded.values():
+            for i, (ex, cases) in graded.items():
                 probes = encode_probes(*ex.probes(graded=cases), ex.rtol, ex.atol)
                 box.write_cases(ex.id, {**encode_cases(ex.id, ex.function, ex.call, cases, ex.signature, probes,
-                                                       ex.memory_limits(cases)), PICKLE: bool(rerun.again(ex, cases))})
-            again = {i: ex_cases for i, ex_cases in graded.items() if rerun.again(*ex_cases)}
+                                                       ex.memory_limits(cases)), PICKLE: i in again})
             until = monotonic() + self.time_budget  # the reruns' share is kept from the cells
             faults = self._run(nb, box, to_run, self.time_budget - (rerun.SECONDS if again else 0))
             key = plan.submission_key(nb)

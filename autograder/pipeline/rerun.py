@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import hmac
 import json
+import os
+import select
 import sys
-import threading
 import time
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -154,16 +155,14 @@ def converse(process: Popen, stop: Callable[[], None], first: str, answer: Calla
     """Send ``first`` (a line) to a process run alone, answer its requests (``{"ask": ...}``)
     with ``answer``, and return the ``results`` of its last line, parsed; None when it ends
     without one, sends more than ``LINE`` bytes in a line or anything else, or runs past
-    ``seconds`` (``stop`` kills it and all it started then, and in any case on return)."""
-    timer = threading.Timer(seconds, stop)
-    timer.start()
+    ``seconds`` (``stop`` kills it and all it started, then or on return). Nothing here waits
+    on the process past ``seconds``: its output is read as it comes, never a blocking line."""
+    deadline = time.monotonic() + seconds
+    lines = _lines(process.stdout.fileno(), deadline)
     try:
         process.stdin.write(first.encode() + b"\n")
         process.stdin.flush()
-        while True:
-            line = process.stdout.readline(LINE)
-            if not line.endswith(b"\n"):
-                return None  # the end, a kill, or a line too long
+        for line in lines:
             message = json.loads(line)
             if not isinstance(message, dict):
                 return None
@@ -173,9 +172,31 @@ def converse(process: Popen, stop: Callable[[], None], first: str, answer: Calla
                 return None
             process.stdin.write(json.dumps(answer(message)).encode() + b"\n")
             process.stdin.flush()
+        return None  # the end, a line too long, or out of time
     except (ValueError, OSError):  # not JSON, or the pipe closed
         return None
     finally:
-        timer.cancel()
         stop()
         process.wait()
+
+
+def _lines(fd: int, deadline: float):
+    """The lines (without their newline) that come on ``fd`` until it closes, a line grows past
+    ``LINE`` bytes, or the monotonic clock passes ``deadline``."""
+    held, size = [], 0  # the pieces of the line not yet ended, and their length
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return
+        first, *rest = chunk.split(b"\n")
+        held.append(first)
+        size += len(first)
+        if rest:
+            yield b"".join(held)
+            yield from rest[:-1]
+            held, size = [rest[-1]], len(rest[-1])
+        if size > LINE:
+            return

@@ -268,7 +268,9 @@ class Sandbox:
         if not self.isolate:  # a session of its own: its process group goes with it
             with subprocess.Popen(argv, env=self.environment(), cwd=self.work, start_new_session=True,
                                   **pipes) as process:
-                stop = lambda: _kill(process.pid, group=True)
+                def stop():  # once reaped, its pid and group may be another's
+                    if process.returncode is None:
+                        _kill(process.pid, group=True)
                 try:
                     yield process, stop
                 finally:
@@ -276,19 +278,25 @@ class Sandbox:
             return
         with self.launch(argv) as (argv, fds, info):  # closes ``info`` if the start fails
             process = subprocess.Popen(argv, pass_fds=fds, **pipes)
-        try:
-            first = _child_pid(info)  # read whole: bwrap dies of a pipe closed before it writes
+        try:  # read whole: bwrap dies of a pipe closed before it writes
+            first = _pidfd(_child_pid(info), parent=process.pid)
         except OSError:
             first = None
 
         def stop():
-            _kill(first)  # the namespace's first process takes every other along
+            if first is not None:  # the namespace's first process takes every other along
+                try:
+                    signal.pidfd_send_signal(first, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass  # gone already
             process.kill()
         with process:
             try:
                 yield process, stop
             finally:
                 stop()
+                if first is not None:
+                    os.close(first)
 
     def contained(self, command: list[str]) -> list[str]:
         """``command`` in this sandbox, with its limits, dropped to its uid (as is, without
@@ -377,6 +385,22 @@ def _child_pid(info_fd: int) -> int:
         return int(json.loads(text)["child-pid"])
     except (ValueError, KeyError, TypeError):
         raise OSError(f"bubblewrap did not say which process it started ({text!r})") from None
+
+
+def _pidfd(pid: int, parent: int) -> int:
+    """A file descriptor that refers to process ``pid`` for as long as it is open (a signal
+    sent through it cannot reach another process that got the number later), if ``pid`` is
+    still the child of ``parent``; else ``ProcessLookupError``."""
+    fd = os.pidfd_open(pid)
+    try:
+        with open(f"/proc/{pid}/stat") as f:  # "pid (name) state ppid ...": the name may hold spaces
+            ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        ppid = None
+    if ppid != parent:  # the pid was taken again between bwrap's word and the open
+        os.close(fd)
+        raise ProcessLookupError(pid)
+    return fd
 
 
 def _kill(pid: int | None, group: bool = False) -> None:

@@ -261,6 +261,35 @@ CELLS = [
             k = int(np.argmax([sc for _, sc in pool]))
             return pool[k][0].astype(np.int64), float(pool[k][1])
         """, says=("run again alone in a fresh process", "one call per step")),
+    Cell("encdec.greedy", "the tokens returned as a Python list where the text promises an (L,) int array", """
+        def greedy_decode(next_log_probs, bos=1, eos=2, max_len=10):
+            tokens = [bos]
+            for _ in range(max_len):
+                tokens.append(int(np.argmax(next_log_probs(np.array([tokens]))[0])))
+                if tokens[-1] == eos:
+                    break
+            return tokens[1:]
+        """, says=("`tokens` holds the right numbers, but as a Python list", "np.array(")),
+    Cell("lm.count_ngrams", "nested Python lists where the text promises an int array", """
+        def count_ngrams(idx, n, vocab_size):
+            counts = np.zeros((vocab_size,) * n, dtype=np.int64)
+            for i in range(len(idx) - n + 1):
+                counts[tuple(idx[i:i + n])] += 1
+            return counts.tolist()
+        """, says=("as a Python list",)),
+    Cell("encdec.greedy", "raises MemoryError of its own when run alone, where no memory limit is set", """
+        import sys
+
+        def greedy_decode(next_log_probs, bos=1, eos=2, max_len=10):
+            if sys.argv[0].endswith("fresh.py"):
+                raise MemoryError("a decoder's own error")
+            tokens = [bos]
+            for _ in range(max_len):
+                tokens.append(int(np.argmax(next_log_probs(np.array([tokens]))[0])))
+                if tokens[-1] == eos:
+                    break
+            return np.array(tokens[1:], dtype=np.int64)
+        """, says=("right in your notebook, but run again alone", "MemoryError"), never=("memory",)),
     Cell("layernorm.backward", "sums where the derivation has means", """
         def layernorm_backward(dout, cache):
             x_hat, var, eps, gamma = cache
@@ -1123,6 +1152,72 @@ CELLS = [
             return dQ, dK, dV
         """, says=("With `np.swapaxes(…, -1, -2)` in place of `.T` in both places, every case matches.",
                    "`dV[..., j:j + block_k, :] += p.T @ g`")),
+    Cell("encdec.beam_search", "finished beams kept in the beam and extended; all beams ending with eos stops it", """
+        def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
+            beams = np.array([[bos]])
+            scores = np.zeros(1)
+            for t in range(max_len):
+                logp = next_log_probs(beams)
+                V = logp.shape[-1]
+                total = (scores[:, None] + logp).reshape(-1)
+                top = np.argsort(-total, kind="stable")[:beam_size]
+                beams = np.concatenate([beams[top // V], (top % V)[:, None]], axis=1)
+                scores = total[top]
+                if np.all(beams[:, -1] == eos):
+                    break
+            results = []
+            for seq, s in zip(beams, scores):
+                toks = list(seq[1:])
+                if eos in toks:
+                    toks = toks[:toks.index(eos) + 1]
+                results.append((np.array(toks), s / len(toks) ** alpha))
+            best = int(np.argmax([r[1] for r in results]))
+            return results[best][0], float(results[best][1])
+        """, says=("finished beams extended",)),
+    Cell("encdec.beam_search", "finished beams kept in the beam; the best beam ending with eos stops it", """
+        def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
+            beams = np.array([[bos]], dtype=np.int64)
+            sc = np.zeros(1)
+            for step in range(max_len):
+                lp = next_log_probs(beams)
+                tot = sc[:, None] + lp
+                Vv = tot.shape[1]
+                flat = tot.ravel()
+                top = np.argsort(-flat, kind="stable")[:beam_size]
+                beams = np.concatenate([beams[top // Vv], (top % Vv)[:, None]], axis=1)
+                sc = flat[top]
+                if beams[0, -1] == eos:
+                    break
+            toks = beams[0, 1:]
+            if eos in toks:
+                toks = toks[:list(toks).index(eos) + 1]
+            return toks, float(sc[0] / len(toks) ** alpha)
+        """, says=("finished beams extended",)),
+    Cell("flash.backward", "lse sliced by the key block, a row along the keys", """
+        def flash_backward(dout, Q, K, V, out, lse, causal=False, block_q=16, block_k=16):
+            T_q, T_k = Q.shape[-2], K.shape[-2]
+            scale = 1.0 / np.sqrt(Q.shape[-1])
+            delta = np.sum(dout * out, axis=-1)
+            lse = np.where(np.isfinite(lse), lse, np.inf)
+            dQ, dK, dV = np.zeros_like(Q), np.zeros_like(K), np.zeros_like(V)
+            for q0 in range(0, T_q, block_q):
+                Qi, dOi = Q[..., q0:q0 + block_q, :], dout[..., q0:q0 + block_q, :]
+                rows = Qi.shape[-2]
+                stop = min(T_k, q0 + rows + T_k - T_q) if causal else T_k
+                for k0 in range(0, max(stop, 0), block_k):
+                    Kj, Vj = K[..., k0:k0 + block_k, :], V[..., k0:k0 + block_k, :]
+                    S = Qi @ np.swapaxes(Kj, -1, -2) * scale
+                    if causal:
+                        position = np.arange(q0, q0 + rows)[:, None] + T_k - T_q
+                        S = np.where(np.arange(k0, k0 + S.shape[-1]) <= position, S, -np.inf)
+                    A = np.exp(S - lse[..., None, k0:k0 + block_k])
+                    dV[..., k0:k0 + block_k, :] += np.swapaxes(A, -1, -2) @ dOi
+                    dA = dOi @ np.swapaxes(Vj, -1, -2)
+                    dS = A * (dA - delta[..., q0:q0 + rows, None])
+                    dQ[..., q0:q0 + rows, :] += dS @ Kj * scale
+                    dK[..., k0:k0 + block_k, :] += np.swapaxes(dS, -1, -2) @ Qi * scale
+            return dQ, dK, dV
+        """, says=("lse sliced by the key block", "lse[..., q0:q0 + rows, None]")),
 ]
 
 
