@@ -8,7 +8,6 @@ functions come from the registry.
 from __future__ import annotations
 
 import copy
-
 import re
 import time
 from dataclasses import dataclass, field
@@ -354,7 +353,7 @@ def _dtype_only(ex: Exercise, failing: list) -> str | None:
     i, (words, dtype) = sorted(promised)[0]
     if (words, dtype) == LISTED:
         return (f"`{ex.name_of(i)}` holds the right numbers, but as a Python list: the exercise asks for "
-                f"a numpy array, so return `np.array(...)` of it (with the dtype the exercise names).")
+                "a numpy array, so return `np.array(...)` of it (with the dtype the exercise names).")
     if words == "an int":
         return (f"`{ex.name_of(i)}` holds the right number, but the exercise asks for an int: "
                 "compute it in integers (`//` divides them) or return `int(...)` of it.")
