@@ -230,16 +230,6 @@ N02 = [
                 mask[b, 0, :length] = True
             return mask
         """),
-    _alt("attention.numerical_gradient", "perturbed copies of x instead of editing x in place", """
-        def numerical_gradient(f, x, eps=1e-6):
-            \"\"\"Central-difference gradient of the scalar function f at x (same shape as x).\"\"\"
-            grad = np.zeros(x.shape)
-            for i in np.ndindex(*x.shape):
-                step = np.zeros(x.shape)
-                step[i] = eps
-                grad[i] = (f(x + step) - f(x - step)) / (2 * eps)
-            return grad
-        """),
     _alt("attention.backward", "einsum throughout; softmax backward as A * dA - A * rowsum", """
         def attention_backward(dout, Q, K, V, A):
             \"\"\"Gradients of attention_forward. Returns dQ, dK, dV shaped like Q, K, V.\"\"\"

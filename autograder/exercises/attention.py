@@ -338,29 +338,41 @@ PADDING_MASK = Exercise(
 
 # ----------------------------------------------------------------------------- gradient check
 def _gradcheck_cases(rng, hidden):
-    shapes = [(1,), (4, 5), (2, 2, 3)] if hidden else [(3,), (2, 3), (1, 2, 2), (1,)]
-    cs = [10.0, 3.0, 7.0] if hidden else [10.0, 5.0, 2.0, 4.0]
-    steps = [None, 3e-3, None] if hidden else [None, 1e-2, None, None]  # None: the default 1e-6
-    return [{"x": _randn(rng, *s), "w": _randn(rng, *s), "c": c, **({"eps": e} if e else {})}
-            for s, c, e in zip(shapes, cs, steps)]
+    shapes = [(1,), (4, 5), (2, 2, 3), (3, 2)] if hidden else [(3,), (2, 3), (1, 2, 2), (1,), (2, 2)]
+    cs = [10.0, 3.0, 7.0, 4.0] if hidden else [10.0, 5.0, 2.0, 4.0, 3.0]
+    steps = [None, 3e-3, None, None] if hidden else [None, 1e-2, None, None, None]  # None: 1e-6
+    outside = [False, False, False, True] if hidden else [False, False, False, False, True]
+    return [{"x": _randn(rng, *s), "w": _randn(rng, *s), "c": c, **({"eps": e} if e else {}),
+             **({"outside": True} if o else {})}
+            for s, c, e, o in zip(shapes, cs, steps, outside)]
 
 
-def _gradcheck_reference(x, w, c, eps=1e-6):
+def _gradcheck_reference(x, w, c, eps=1e-6, outside=False):
     """The central difference of ``test_function`` with step ``eps``, in closed form: the
     cosine's (f(x + eps) - f(x - eps)) / (2 eps) is -w sin(c x) sin(c eps) / eps, the square's
-    is exact. At eps = 1e-6 it is the gradient; a larger step shows whether ``eps`` is used."""
+    is exact. At eps = 1e-6 it is the gradient; a larger step shows whether ``eps`` is used.
+    ``outside``: f reads x itself (``calls.numerical_gradient``), the same gradient."""
     return -w * np.sin(c * x) * np.sin(c * eps) / eps + np.sum(x), x
 
 
 def _difference_quotient(step):
     """The numerical gradient the mistaken code computes; ``step`` gives (f+ - f-) / h."""
-    def wrong(x, w, c, eps=1e-6):
+    def wrong(x, w, c, eps=1e-6, outside=False):
         f, x = test_function(w, c), x.copy()
+        if outside:  # f reads x itself, as the case's f does
+            f = (lambda g: lambda _: g(x))(f)
         grad = np.zeros_like(x)
         for i in np.ndindex(x.shape):
             grad[i] = step(f, x, i, eps)
         return grad, x
     return wrong
+
+
+def _on_copies(f, x, i, eps):
+    plus, minus = x.copy(), x.copy()
+    plus[i] += eps
+    minus[i] -= eps
+    return (f(plus) - f(minus)) / (2 * eps)
 
 
 def _one_sided(f, x, i, eps):
@@ -396,7 +408,8 @@ NUMERICAL_GRADIENT = Exercise(
     reference=_gradcheck_reference,
     features=shape_features(**{"a single entry": lambda c: c["x"].size == 1,
                                "a 3-D x": lambda c: c["x"].ndim == 3,
-                               "a step eps other than the default": lambda c: "eps" in c}),
+                               "a step eps other than the default": lambda c: "eps" in c,
+                               "an f that reads x itself (lambda _: ...)": lambda c: c.get("outside", False)}),
     call="numerical_gradient",  # f is calls.test_function; x must be left as it was
     points=2,
     rtol=1e-6,
@@ -412,6 +425,11 @@ NUMERICAL_GRADIENT = Exercise(
         Mistake("x not restored",
                 "put each entry back to its old value after the two evaluations.",
                 _difference_quotient(_not_restored)),
+        Mistake("copies of x changed, not x itself",
+                "the notebooks' losses ignore their argument and read the arrays themselves "
+                "(`loss = lambda _: ...`, as in §5 and §6): f sees a change only when you make it "
+                "in x. Change x[i] in place, evaluate f(x) at +eps and -eps, then put it back.",
+                _difference_quotient(_on_copies)),
     ),
 )
 

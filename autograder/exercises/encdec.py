@@ -698,13 +698,14 @@ def _beam_with(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0,
     eos not finishing a beam, bos counted in the length, the score returned before
     normalisation, each beam's own best tokens all kept (``per_beam``: the beam grows; past
     ``_MOST_BEAMS`` the model raises, and so does not apply), or the first ``beam_size`` of
-    them, beam by beam (``per_beam="first"``) (the reference is kept free of these switches,
-    so that its mutants are the learner's).
+    them, beam by beam (``per_beam="first"``), or after the first step each beam's one best
+    token (``per_beam="greedy"``: beam_size greedy searches side by side) (the reference is
+    kept free of these switches, so that its mutants are the learner's).
     """
     beams = np.full((1, 1), bos, dtype=np.int64)  # (B, t) live prefixes, best first
     scores = np.ones(1) if product else np.zeros(1)  # (n,) their summed log-probabilities
     finished = []  # (tokens after bos, score), in the order they finished
-    for _ in range(max_len):
+    for step in range(max_len):
         logp = next_log_probs(beams)  # (B, vocab_size)
         cand = (scores[:, None] * np.exp(logp) if product else
                 scores[:, None] + (np.exp(logp) if probabilities else logp)).ravel()  # (n*V,)
@@ -712,7 +713,8 @@ def _beam_with(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0,
         if per_beam:
             if len(beams) * beam_size > _MOST_BEAMS:
                 raise RuntimeError("the beam grew past the model's bound")
-            top = np.argsort(-logp, axis=1, kind="stable")[:, :beam_size]  # (B, beam_size)
+            width = 1 if per_beam == "greedy" and step else beam_size
+            top = np.argsort(-logp, axis=1, kind="stable")[:, :width]  # (B, width)
             kept = (np.arange(len(beams))[:, None] * logp.shape[1] + top).ravel()
             kept = kept[:beam_size] if per_beam == "first" else kept  # the first of them, beam by beam
         beam, token = np.divmod(kept, logp.shape[1])
@@ -905,6 +907,12 @@ BEAM_MISTAKES = (
             "of them are the first beam's, not the best.",
             _on_table(_beam_with, per_beam=True),
             detect=any_of(*(_on_table(_beam_with, per_beam=how) for how in (True, "first")))),
+    Mistake("each beam extended by its own best token only",
+            "after the first step, rank every candidate of every beam together "
+            "(scores[:, None] + log_probs, flattened) and keep the beam_size best overall: "
+            "extending each beam by its own best token runs beam_size greedy searches side by "
+            "side, and one beam's second-best token can beat another beam's best.",
+            _on_table(_beam_with, per_beam="greedy")),
     Mistake("no length normalisation", "compare finished sequences by score / length ** alpha "
             "(length counts the tokens after bos, eos included) and return that score.",
             _on_table(beam_search, alpha=0.0)),

@@ -302,14 +302,17 @@ def _bptt_cases(rng, hidden):
 
 
 def _bptt(dh, cache, accumulate=True, through_time=True, tanh_grad=True, whh_from_prev=True,
-          transpose=True, backwards=True, tanh_of_prev=False, wraps=False):
+          transpose=True, backwards=True, tanh_of_prev=False, wraps=False, late_dnext=False,
+          skip_first=False):
     x, h0, Wxh, Whh, h = cache
     dx, dWxh, dWhh = np.zeros_like(x), np.zeros_like(Wxh), np.zeros_like(Whh)
     db, dnext = np.zeros(Whh.shape[0]), np.zeros_like(h0)
-    for t in reversed(range(x.shape[1])) if backwards else range(x.shape[1]):
+    steps_run = range(1 if skip_first else 0, x.shape[1])  # skip_first: range(T - 1, 0, -1)
+    for t in reversed(steps_run) if backwards else steps_run:
         h_prev = h[:, t - 1] if t > 0 or wraps else h0  # wraps: h[:, -1] at t = 0, the last state
-        g = dh[:, t] + (dnext if through_time else 0.0)
+        g = dh[:, t] + (dnext if through_time and not late_dnext else 0.0)
         da = g * (1.0 - (h_prev if tanh_of_prev else h[:, t]) ** 2) if tanh_grad else g
+        da = da + dnext if late_dnext else da  # late_dnext: the gradient from t+1 added past the tanh
         dx[:, t] = da @ Wxh.T
         steps = (x[:, t].T @ da, (h_prev if whh_from_prev else h[:, t]).T @ da, da.sum(0))
         if accumulate:
@@ -336,6 +339,14 @@ BPTT_MISTAKES = [
     Mistake("h[:, t - 1] at t = 0 (the last state, not h0)",
             "at t = 0 the previous state is h0: h[:, -1] is Python's last entry, the final "
             "state. Use h_prev = h[:, t - 1] if t > 0 else h0.", wrong=_bptt_with(wraps=True)),
+    Mistake("the gradient from step t+1 added after the tanh derivative",
+            "h_t feeds both the loss at step t and step t+1, so both gradients reach h_t: add "
+            "dnext to dh[:, t] first, then multiply the sum by 1 - h_t**2 "
+            "(da_t = (dh[:, t] + dnext) * (1 - h_t**2)).", wrong=_bptt_with(late_dnext=True)),
+    Mistake("the loop stops before t = 0",
+            "range(T - 1, 0, -1) ends at t = 1: step 0's share of dx and of the weight "
+            "gradients is missing, and dh0 is what step 0 passes back. Loop over "
+            "reversed(range(T)).", wrong=_bptt_with(skip_first=True)),
     Mistake("tanh derivative taken at h_{t-1}",
             "h_t = tanh(a_t), so dh_t/da_t = 1 - h_t**2, with the step's own output h_t, not "
             "the previous one.", wrong=_bptt_with(tanh_of_prev=True)),

@@ -69,10 +69,13 @@ def test_function(w: np.ndarray, c: float) -> Callable[[np.ndarray], float]:
 
 def numerical_gradient(namespace: Namespace, function: str, case: dict):
     """The gradient of ``test_function`` at x with the case's step (1e-6 where it gives none),
-    and x itself (which must be left as it was)."""
-    x = case["x"]
-    grad = learner_function(namespace, function)(test_function(case["w"], case["c"]), x,
-                                                 eps=case.get("eps", 1e-6))
+    and x itself (which must be left as it was). With ``case["outside"]``, f ignores its
+    argument and reads x itself, as the notebooks' losses do (``lambda _: loss()``): the
+    text's method, x changed in place and put back, gets the gradient there; copies do not."""
+    x, f = case["x"], test_function(case["w"], case["c"])
+    if case.get("outside"):
+        f = (lambda g: lambda _: g(x))(f)
+    grad = learner_function(namespace, function)(f, x, eps=case.get("eps", 1e-6))
     return grad, x
 
 

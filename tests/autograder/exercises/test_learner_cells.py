@@ -261,6 +261,15 @@ CELLS = [
             k = int(np.argmax([sc for _, sc in pool]))
             return pool[k][0].astype(np.int64), float(pool[k][1])
         """, says=("run again alone in a fresh process", "one call per step")),
+    Cell("attention.numerical_gradient", "perturbed copies of x, which an f that reads x itself never sees", """
+        def numerical_gradient(f, x, eps=1e-6):
+            grad = np.zeros(x.shape)
+            for i in np.ndindex(*x.shape):
+                step = np.zeros(x.shape)
+                step[i] = eps
+                grad[i] = (f(x + step) - f(x - step)) / (2 * eps)
+            return grad
+        """, says=("copies of x changed, not x itself", "lambda _:")),
     Cell("encdec.greedy", "the tokens returned as a Python list where the text promises an (L,) int array", """
         def greedy_decode(next_log_probs, bos=1, eos=2, max_len=10):
             tokens = [bos]
