@@ -777,7 +777,7 @@ CELLS = [
                 db += da.sum(axis=0)
                 dnext = da @ Whh.T
             return dx, dnext, dWxh, dWhh, db
-        """, says=("`dx` is wrong only at the first index of axis -2 (the axis of length T)",)),
+        """, says=("Looks like the loop stops before t = 0", "reversed(range(T))")),
     Cell('lm.ngram_probs', 'k times counts.size (every entry) for k times vocab_size', """
         def ngram_probs(counts, k=0.0):
             counts = counts.astype(float)
@@ -1227,6 +1227,68 @@ CELLS = [
                     dK[..., k0:k0 + block_k, :] += np.swapaxes(dS, -1, -2) @ Qi * scale
             return dQ, dK, dV
         """, says=("lse sliced by the key block", "lse[..., q0:q0 + rows, None]")),
+    # a fourth audit (session 15): 142 cells written from the notebooks' text alone
+    Cell("lm.rnn_backward", "the gradient from step t+1 added after the tanh derivative", """
+        def rnn_backward(dh, cache):
+            x, h0, Wxh, Whh, h = cache
+            T = x.shape[1]
+            dx = np.zeros(x.shape)
+            dWxh = np.zeros(Wxh.shape)
+            dWhh = np.zeros(Whh.shape)
+            db = np.zeros(Whh.shape[1])
+            from_future = np.zeros(h0.shape)
+            for t in range(T - 1, -1, -1):
+                prev = h0 if t == 0 else h[:, t - 1]
+                da = dh[:, t] * (1 - h[:, t] ** 2) + from_future
+                dx[:, t] = da @ Wxh.T
+                dWxh += x[:, t].T @ da
+                dWhh += prev.T @ da
+                db += da.sum(0)
+                from_future = da @ Whh.T
+            return dx, from_future, dWxh, dWhh, db
+        """, says=("added after the tanh derivative",)),
+    Cell("lm.rnn_backward", "W_hh not transposed, and the loop stops before t = 0", """
+        def rnn_backward(dh, cache):
+            x, h0, Wxh, Whh, h = cache
+            T = x.shape[1]
+            dx = np.zeros_like(x)
+            dWxh, dWhh = np.zeros_like(Wxh), np.zeros_like(Whh)
+            db = np.zeros(Wxh.shape[1])
+            back = np.zeros_like(h0)
+            for t in range(T - 1, 0, -1):
+                da = (dh[:, t] + back) * (1 - h[:, t] ** 2)
+                dx[:, t] = da @ Wxh.T
+                dWxh += x[:, t].T @ da
+                dWhh += h[:, t - 1].T @ da
+                db += da.sum(axis=0)
+                back = da @ Whh
+            return dx, back, dWxh, dWhh, db
+        """, says=("two mistakes at once", "the loop stops before t = 0", "W_hh not transposed")),
+    Cell("encdec.beam_search", "after the first step each beam extended by its own best token", """
+        def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
+            beams = np.array([[bos]], dtype=np.int64)
+            scores = np.zeros(1)
+            finished = []
+            for step in range(max_len):
+                logp = next_log_probs(beams)
+                if step == 0:
+                    toks = np.argsort(-logp[0], kind="stable")[:beam_size]
+                    parents = np.zeros(len(toks), dtype=np.int64)
+                else:
+                    toks = np.argmax(logp, axis=1)
+                    parents = np.arange(len(beams))
+                new_scores = scores[parents] + logp[parents, toks]
+                new_beams = np.concatenate([beams[parents], toks[:, None]], axis=1)
+                stop = toks == eos
+                finished += [(b[1:], s) for b, s in zip(new_beams[stop], new_scores[stop])]
+                beams, scores = new_beams[~stop], new_scores[~stop]
+                if len(beams) == 0:
+                    break
+            pool = finished if finished else [(b[1:], s) for b, s in zip(beams, scores)]
+            vals = [s / len(t) ** alpha for t, s in pool]
+            i = int(np.argmax(vals))
+            return pool[i][0], float(vals[i])
+        """, says=("each beam extended by its own best token only",)),
 ]
 
 
