@@ -59,10 +59,11 @@ def _block_cases(rng, hidden):
 
 @switchable
 def _wired_block(mask="causal", order="pre", residual=True, norm1="norm1", norm2="norm2", scale=None,
-                 transposed=True):
+                 transposed=True, ffn_from="h"):
     """A GPT block with its mask, norm order, residual paths or norms changed, its scores
     divided by ``scale(d_model, d_k)`` instead of sqrt(d_k) (W_q scaled to undo the right one),
-    or its heads split and merged by reshapes alone (not ``transposed``)."""
+    its heads split and merged by reshapes alone (not ``transposed``), or its FFN fed the norm
+    of the block's input (``ffn_from`` "x": attention and FFN side by side)."""
     def wrong(x, p, n_heads):
         T, d = x.shape[-2], x.shape[-1]
         m = {"causal": causal_mask(T), "none": None, "future": ~causal_mask(T)}[mask]
@@ -83,7 +84,7 @@ def _wired_block(mask="causal", order="pre", residual=True, norm1="norm1", norm2
             h = _ln(x + attn(x), p["norm1"])
             return _ln(h + ffn(h), p[norm2])
         h = (x if residual else 0.0) + attn(_ln(x, p[norm1]))
-        return (h if residual else 0.0) + ffn(_ln(h, p[norm2]))
+        return (h if residual else 0.0) + ffn(_ln(h if ffn_from == "h" else x, p[norm2]))
     return wrong
 
 
@@ -103,6 +104,10 @@ BLOCK_MISTAKES = (
             "h = x + MHA(LN_1(x)), out = h + FFN(LN_2(h)).", _wired_block(residual=False)),
     Mistake("the first layer norm used twice", "the FFN has its own norm: LN_2 = p['norm2'].",
             _wired_block(norm2="norm1")),
+    Mistake("the FFN fed the norm of the block's input, not of h",
+            "the FFN comes after the attention and reads its result: out = h + FFN(LN_2(h)) with "
+            "h = x + MHA(LN_1(x)), not h + FFN(LN_2(x)) (attention and FFN side by side).",
+            _wired_block(ffn_from="x")),
     Mistake("the two layer norms swapped", "LN_1 = p['norm1'] comes before the attention, "
             "LN_2 = p['norm2'] before the FFN.", _wired_block(norm1="norm2", norm2="norm1")),
     Mistake("attention scores not scaled", "divide Q K^T by sqrt(d_k) before the softmax, "
@@ -208,7 +213,8 @@ def die_with(logits, temperature=1.0, top_k=None, top_p=None, *, tempered=True,
              k_shift=0, keep_crossing=True, keep_first=True, p_before_k=False,
              renormalise=True, ascending=False, after_softmax=False):
     """``next_token_probs`` with the mistakes the keyword-only switches model (the
-    reference is kept free of them, so that its mutants are the learner's)."""
+    reference is kept free of them, so that its mutants are the learner's); ``keep_crossing``
+    False keeps the tokens whose cumulative probability is at most top_p, "strict" those below it."""
     with np.errstate(invalid="ignore"):  # a mistake may keep nothing: 0 / 0
         return _die_with(logits, temperature, top_k, top_p, tempered, k_shift,
                          keep_crossing, keep_first, p_before_k, renormalise, ascending,
@@ -233,7 +239,8 @@ def _die_with(logits, temperature, top_k, top_p, tempered, k_shift, keep_crossin
         order = np.argsort(source if ascending else -source, axis=-1, kind="stable")
         sorted_p = np.take_along_axis(source, order, axis=-1)
         cum = np.cumsum(sorted_p, axis=-1)
-        keep_sorted = (cum - sorted_p < top_p) if keep_crossing else (cum <= top_p)
+        keep_sorted = (cum - sorted_p < top_p) if keep_crossing is True else \
+            (cum < top_p) if keep_crossing == "strict" else (cum <= top_p)  # the crossing token dropped
         keep_sorted[:, 0] |= keep_first  # the likeliest token always stays
         keep = np.zeros_like(keep_sorted)
         np.put_along_axis(keep, order, keep_sorted, axis=-1)
@@ -327,7 +334,8 @@ PROBS_MISTAKES = (
             "keep the fewest likeliest tokens whose probabilities add up to at least top_p: "
             "the token whose probability takes the sum past top_p is kept.",
             wrong=_probs_with(keep_crossing=False, keep_first=False),
-            detect=any_of(*(_probs_with(keep_crossing=False, keep_first=first) for first in (True, False)))),
+            detect=any_of(*(_probs_with(keep_crossing=below, keep_first=first)
+                            for below in (False, "strict") for first in (True, False)))),
     Mistake("top-p on the least likely tokens", "sort from the likeliest token down before "
             "adding up probabilities.", _probs_with(ascending=True)),
     Mistake("kept probabilities not renormalised", "after dropping tokens, divide what is "

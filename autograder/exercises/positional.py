@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.judge.exercise import Exercise, Mistake, any_of
+from autograder.judge.exercise import Exercise, Mistake, any_of, switchable
 from autograder.judge.features import shape_features
 from course_lib.positional import apply_rope, frequencies, rotation_matrix, sinusoidal_encoding
 
@@ -194,19 +194,29 @@ def _rope_overwritten(x, positions, first=0):
     return out
 
 
+@switchable
+def _rope_with(sign=1.0, halves=False, row_index=False):
+    """RoPE turned the other way (``sign`` -1), on the pairs (x[i], x[i + d/2]) (``halves``), or
+    by the angles of the row indices 0 .. T-1 instead of the positions (``row_index``)."""
+    def wrong(x, positions):
+        angles = np.arange(len(positions)) if row_index else np.asarray(positions)
+        return _rope_halves(x, angles, sign) if halves else apply_rope(x, sign * angles)
+    return wrong
+
+
 ROPE_MISTAKES = [
     Mistake("RoPE pairing convention mixed",
             "this course rotates adjacent pairs (x[2i], x[2i+1]), the same pairs as A(tau); you "
             "paired x[i] with x[i + d/2] (the 'rotate half' convention of some libraries).",
-            wrong=lambda x, positions: _rope_halves(x, positions)),
+            wrong=_rope_with(halves=True)),
     Mistake("rotation sign flipped",
             "RoPE turns each pair by +omega_i t (Su et al.): out[2i] = cos * x[2i] - sin * x[2i+1], "
             "out[2i+1] = sin * x[2i] + cos * x[2i+1]. The blocks of A(t) from the previous "
             "exercise turn the other way (R(t) = A(t)^T = A(-t)).",
-            wrong=lambda x, positions: apply_rope(x, -np.asarray(positions))),
+            wrong=_rope_with(sign=-1.0)),
     Mistake("RoPE pairing convention mixed and rotation sign flipped",
             "pair adjacent dimensions (2i, 2i+1), and use RoPE's blocks [[cos, -sin], [sin, cos]].",
-            wrong=lambda x, positions: _rope_halves(x, positions, sign=-1.0)),
+            wrong=_rope_with(halves=True, sign=-1.0)),
     Mistake("one half of each pair rotated from the other's new value",
             "out[2i] and out[2i+1] both come from the old x[2i] and x[2i+1]: writing the even "
             "entries into x first, then the odd ones from them, uses a rotated x[2i]. Compute "
@@ -218,7 +228,7 @@ ROPE_MISTAKES = [
             wrong=lambda x, positions: x + sinusoidal_encoding(positions, x.shape[-1])),
     Mistake("positions ignored",
             "rotate row t by the angle of positions[t], not of its row index.",
-            wrong=lambda x, positions: apply_rope(x, np.arange(len(positions)))),
+            wrong=_rope_with(row_index=True)),
 ]
 
 

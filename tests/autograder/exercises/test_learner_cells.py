@@ -1289,6 +1289,47 @@ CELLS = [
             i = int(np.argmax(vals))
             return pool[i][0], float(vals[i])
         """, says=("each beam extended by its own best token only",)),
+    Cell("positional.rope", "turned the other way, and by the row index instead of the positions", """
+        def apply_rope(x, positions):
+            T, d = x.shape[-2], x.shape[-1]
+            pos = np.arange(T, dtype=float)
+            inv = 1.0 / 10000 ** (2 * np.arange(d // 2) / d)
+            ang = pos[:, None] * inv[None, :]
+            ev, od = x[..., 0::2], x[..., 1::2]
+            rot = np.empty(np.broadcast_shapes(x.shape, (T, d)))
+            rot[..., 0::2] = np.cos(ang) * ev + np.sin(ang) * od
+            rot[..., 1::2] = -np.sin(ang) * ev + np.cos(ang) * od
+            return rot
+        """, says=("two mistakes at once", "rotation sign flipped", "positions ignored")),
+    Cell("gpt.block", "the FFN fed LN_1 of the block's input (attention and FFN side by side)", """
+        def gpt_block(x, p, n_heads):
+            gamma, beta = p["norm1"]
+            mask = np.tril(np.ones((x.shape[1], x.shape[1]), dtype=bool))
+            normed = layernorm_forward(x, gamma, beta)[0]
+            h = x + mha_forward(normed, normed, *p["attn"], n_heads, mask)[0]
+            normed_again = layernorm_forward(x, gamma, beta)[0]
+            return h + ffn_forward(normed_again, *p["ffn"])[0]
+        """, says=("two mistakes at once", "the first layer norm used twice", "the FFN fed the norm of the block's input")),
+    Cell("gpt.next_token_probs", "top-p keeps the tokens whose sum stays below p, the crossing one dropped", """
+        def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
+            probs = softmax(np.asarray(logits, dtype=float) / temperature, axis=-1)
+            B, V = probs.shape
+            if top_k is not None:
+                keep = np.zeros_like(probs, dtype=bool)
+                best = np.argpartition(-probs, top_k - 1, axis=-1)[:, :top_k]
+                np.put_along_axis(keep, best, True, axis=-1)
+                probs = np.where(keep, probs, 0.0)
+                probs /= probs.sum(axis=-1, keepdims=True)
+            if top_p is not None:
+                for b in range(B):
+                    order = np.argsort(-probs[b])
+                    csum = np.cumsum(probs[b, order])
+                    drop = order[csum >= top_p]
+                    probs[b, drop] = 0.0
+                with np.errstate(invalid="ignore"):
+                    probs /= probs.sum(axis=-1, keepdims=True)
+            return probs
+        """, says=("top-p that drops the token crossing the threshold",)),
 ]
 
 
