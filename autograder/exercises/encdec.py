@@ -517,9 +517,10 @@ def _decoder_reference(y, memory, p, n_heads, self_mask=None, cross_mask=None):
 
 @switchable
 def _decoder_wired(cross_q="h", cross_kv="memory", cross_first=False, norm3=True, cross_masked=True,
-                   self_masked=True, norms=("norm1", "norm2", "norm3")):
+                   self_masked=True, norms=("norm1", "norm2", "norm3"), second_reads="h"):
     """Post-LN decoder with the cross-attention's inputs (or the sublayers' order, or a mask)
-    changed, its last norm left out, or its norms' parameters taken in another order."""
+    changed, its last norm left out, its norms' parameters taken in another order, or its
+    second sublayer fed the block's input (``second_reads`` "y": the first one's result dropped)."""
     def wrong(y, memory, p, n_heads, self_mask=None, cross_mask=None):
         def self_attn(h):
             return _mha(h, h, p["self_attn"], n_heads, self_mask if self_masked else None)
@@ -530,6 +531,7 @@ def _decoder_wired(cross_q="h", cross_kv="memory", cross_first=False, norm3=True
                         cross_mask if cross_masked else None)
         first, second = (cross_attn, self_attn) if cross_first else (self_attn, cross_attn)
         h = _ln(y + first(y), p[norms[0]])
+        h = y if second_reads == "y" else h
         h = _ln(h + second(h), p[norms[1]])
         return _ln(h + _ffn(h, p), p[norms[2]]) if norm3 else h + _ffn(h, p)
     return wrong
@@ -559,6 +561,10 @@ DECODER_MISTAKES = (
             "must predict.", _decoder_wired(self_masked=False)),
     Mistake("cross mask ignored", "pass cross_mask to the encoder-decoder attention so no "
             "query looks at source padding.", _decoder_wired(cross_masked=False)),
+    Mistake("the self-attention's result dropped (the cross-attention reads y)",
+            "each sublayer reads the one before: h = LN(y + SelfAttn(y)), then "
+            "LN(h + CrossAttn(h, memory)). Feeding y (and adding y) to the cross-attention "
+            "throws the self-attention away.", _decoder_wired(second_reads="y")),
     Mistake("norm2 and norm3 swapped",
             "norm2 is the second sublayer's (after the encoder-decoder attention), norm3 the "
             "third's (after the FFN).", _decoder_wired(norms=("norm1", "norm3", "norm2"))),

@@ -1330,6 +1330,14 @@ CELLS = [
                     probs /= probs.sum(axis=-1, keepdims=True)
             return probs
         """, says=("top-p that drops the token crossing the threshold",)),
+    Cell("encdec.decoder_block", "the cross-attention reads y (the self-attention dropped), and norms 2 and 3 swapped", """
+        def decoder_block(y, memory, p, n_heads, self_mask=None, cross_mask=None):
+            self_out = mha_forward(y, y, *p["self_attn"], n_heads, self_mask)[0]
+            a = layernorm_forward(y + self_out, *p["norm1"])[0]
+            cross_out = mha_forward(y, memory, *p["cross_attn"], n_heads, cross_mask)[0]
+            b = layernorm_forward(y + cross_out, *p["norm3"])[0]
+            return layernorm_forward(b + ffn_forward(b, *p["ffn"])[0], *p["norm2"])[0]
+        """, says=("two mistakes at once", "the self-attention's result dropped", "norm2 and norm3 swapped")),
 ]
 
 
