@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.kernel.calls import test_function
+from autograder.kernel.calls import gradient_target
 from autograder.judge.exercise import Exercise, Mistake
 from autograder.judge.features import shape_features
 from autograder.judge.held import holding
@@ -348,19 +348,18 @@ def _gradcheck_cases(rng, hidden):
 
 
 def _gradcheck_reference(x, w, c, eps=1e-6, outside=False):
-    """The central difference of ``test_function`` with step ``eps``, in closed form: the
+    """The central difference of ``calls.test_function`` with step ``eps``, in closed form: the
     cosine's (f(x + eps) - f(x - eps)) / (2 eps) is -w sin(c x) sin(c eps) / eps, the square's
     is exact. At eps = 1e-6 it is the gradient; a larger step shows whether ``eps`` is used.
-    ``outside``: f reads x itself (``calls.numerical_gradient``), the same gradient."""
+    ``outside``: f reads x itself (``calls.gradient_target``), the same gradient."""
     return -w * np.sin(c * x) * np.sin(c * eps) / eps + np.sum(x), x
 
 
 def _difference_quotient(step):
     """The numerical gradient the mistaken code computes; ``step`` gives (f+ - f-) / h."""
     def wrong(x, w, c, eps=1e-6, outside=False):
-        f, x = test_function(w, c), x.copy()
-        if outside:  # f reads x itself, as the case's f does
-            f = (lambda g: lambda _: g(x))(f)
+        x = x.copy()
+        f = gradient_target(w, c, x, outside)
         grad = np.zeros_like(x)
         for i in np.ndindex(x.shape):
             grad[i] = step(f, x, i, eps)
@@ -410,7 +409,7 @@ NUMERICAL_GRADIENT = Exercise(
                                "a 3-D x": lambda c: c["x"].ndim == 3,
                                "a step eps other than the default": lambda c: "eps" in c,
                                "an f that reads x itself (lambda _: ...)": lambda c: c.get("outside", False)}),
-    call="numerical_gradient",  # f is calls.test_function; x must be left as it was
+    call="numerical_gradient",  # f is calls.gradient_target; x must be left as it was
     points=2,
     rtol=1e-6,
     atol=1e-7,

@@ -67,14 +67,19 @@ def test_function(w: np.ndarray, c: float) -> Callable[[np.ndarray], float]:
     return lambda x: float(np.sum(w * np.cos(c * x)) + 0.5 * np.sum(x) ** 2)
 
 
+def gradient_target(w: np.ndarray, c: float, x: np.ndarray, outside: bool = False) -> Callable[[np.ndarray], float]:
+    """``test_function(w, c)``; with ``outside``, one that ignores its argument and reads ``x``
+    itself, as the notebooks' losses do (``lambda _: loss()``): the text's method, x changed in
+    place and put back, gets the gradient there; changed copies of x do not."""
+    f = test_function(w, c)
+    return (lambda _: f(x)) if outside else f
+
+
 def numerical_gradient(namespace: Namespace, function: str, case: dict):
-    """The gradient of ``test_function`` at x with the case's step (1e-6 where it gives none),
-    and x itself (which must be left as it was). With ``case["outside"]``, f ignores its
-    argument and reads x itself, as the notebooks' losses do (``lambda _: loss()``): the
-    text's method, x changed in place and put back, gets the gradient there; copies do not."""
-    x, f = case["x"], test_function(case["w"], case["c"])
-    if case.get("outside"):
-        f = (lambda g: lambda _: g(x))(f)
+    """The gradient of ``gradient_target`` at x with the case's step (1e-6 where it gives
+    none), and x itself (which must be left as it was)."""
+    x = case["x"]
+    f = gradient_target(case["w"], case["c"], x, case.get("outside", False))
     grad = learner_function(namespace, function)(f, x, eps=case.get("eps", 1e-6))
     return grad, x
 

@@ -145,11 +145,16 @@ def decode_probes(payload: dict | None) -> tuple[list, list, float, float]:
 
 def encode_results(exercise_id: str, results: list) -> dict:
     """``results``: per case, a tuple of arrays (``Listed`` ones noted by index) or an error string."""
-    cases = [{"error": r} if isinstance(r, str) else
-             {"outputs": [encode_array(a) for a in r],
-              **({"listed": listed} if (listed := [k for k, a in enumerate(r) if isinstance(a, Listed)]) else {})}
-             for r in results]
-    return {"exercise": exercise_id, "cases": cases}
+    return {"exercise": exercise_id, "cases": [{"error": r} if isinstance(r, str) else _encode_outputs(r)
+                                               for r in results]}
+
+
+def _encode_outputs(outputs: tuple) -> dict:
+    encoded = {"outputs": [encode_array(a) for a in outputs]}
+    listed = [k for k, a in enumerate(outputs) if isinstance(a, Listed)]
+    if listed:
+        encoded["listed"] = listed
+    return encoded
 
 
 def decode_results(payload: dict) -> list:
