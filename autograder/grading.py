@@ -18,10 +18,11 @@ from time import monotonic
 import nbformat
 
 from autograder.config import SOLUTIONS
+from autograder.pipeline.assignment import assignments, notebooks, source
 from autograder.pipeline.course import Graded, GradingError, SandboxError, ScratchCourse
 from autograder.pipeline.execute import SandboxedExecute
 from autograder.pipeline.judge_outputs import recorded_verdict
-from autograder.pipeline.plan import recorded_exercise
+from autograder.pipeline.plan import recorded_exercise, submission_key
 from autograder.pipeline.sandbox import isolation, isolation_setting, unisolated
 from autograder.pipeline.submission import prepare
 
@@ -79,18 +80,18 @@ class Result:
 def find_assignment(notebook: Path) -> str:
     """The assignment (folder of ``solutions/``) holding a notebook of this name; for a copy
     under another name ("attention-Copy1.ipynb"), the assignment its folder is named after."""
-    matches = sorted(p.parent.name for p in SOLUTIONS.glob(f"*/{notebook.name}"))
-    if not matches and (SOLUTIONS / notebook.resolve().parent.name).is_dir():
+    matches = [a for a in assignments() if notebook.name in notebooks(a)]
+    if not matches and notebook.resolve().parent.name in assignments():
         matches = [notebook.resolve().parent.name]
     if len(matches) != 1:
-        known = ", ".join(sorted(p.parent.name + "/" + p.name for p in SOLUTIONS.glob("*/*.ipynb")))
+        known = ", ".join(f"{a}/{n}" for a in assignments() for n in notebooks(a))
         raise GradingError(f"cannot tell which assignment {notebook.name} belongs to "
                            f"(found {len(matches)}); pass --assignment. Known notebooks: {known}")
     return matches[0]
 
 
 def _canonical_name(notebook: Path, assignment: str) -> str:
-    names = sorted(p.name for p in (SOLUTIONS / assignment).glob("*.ipynb"))
+    names = notebooks(assignment)
     if not names:
         raise GradingError(f"no assignment {assignment!r} in {SOLUTIONS}")
     if notebook.name in names:
@@ -113,11 +114,10 @@ def read_results(assignment: str, name: str, graded: Graded) -> list[ExerciseRes
     Every graded cell of the assignment's source counts, so a learner who deletes one (or
     strips its metadata) gets 0 for it rather than a smaller maximum.
     """
-    expected = _graded_cells(nbformat.read(SOLUTIONS / assignment / name, as_version=4))
+    expected = {gid: graded_cell for gid, graded_cell in source(assignment, name).graded.items() if graded_cell[0]}
     present = _graded_cells(nbformat.reads(graded.autograded, as_version=4))
     results = []
-    for grade_id, (ex_id, source_cell) in expected.items():
-        max_points = float(source_cell.metadata["nbgrader"]["points"])
+    for grade_id, (ex_id, max_points) in expected.items():
         verdict = recorded_verdict(present[grade_id][1]) if grade_id in present else None
         if verdict is None:
             results.append(ExerciseResult(ex_id, 0.0, max_points, [
@@ -151,6 +151,7 @@ def grade_notebook(notebook: str | Path, assignment: str | None = None,
     isolated, isolation_note = isolation()
     started = monotonic()
     prepared = prepare(notebook, assignment, name)
+    key = submission_key(prepared.nb)  # as a class's grader draws it (``classroom.grade.make_task``)
     budget = run_budget(monotonic() - started)
     # nbgrader's gradebook warns about its own SQLAlchemy internals: nothing a learner can act on
     with tempfile.TemporaryDirectory(prefix="autograder-") as tmp, warnings.catch_warnings():
@@ -158,12 +159,12 @@ def grade_notebook(notebook: str | Path, assignment: str | None = None,
         course = ScratchCourse(assignment, Path(tmp))
         run = dict(feedback=feedback_to is not None, time_budget=budget)
         try:
-            graded = course.grade(prepared.nb, STUDENT, name, isolate=isolated, **run)
+            graded = course.grade(prepared.nb, STUDENT, name, key, isolate=isolated, **run)
         except SandboxError as err:
             if not (isolated and isolation_setting() == "auto"):  # as where bwrap is missing
                 raise
             isolated, isolation_note = False, unisolated(str(err))
-            graded = course.grade(prepared.nb, STUDENT, name, isolate=False, **run)
+            graded = course.grade(prepared.nb, STUDENT, name, key, isolate=False, **run)
     html = None
     if feedback_to is not None:
         Path(feedback_to).write_text(graded.feedback, encoding="utf-8")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from autograder.judge.diagnose import safe_outputs
 from autograder.judge.verdict import judge
+from autograder.kernel.transport import Raised
 
 TEST_KEY = b"a key for the tests, not a secret"  # graded cases are drawn from a key
 
@@ -12,7 +13,7 @@ def mistake_verdicts(exercises):
     for ex in exercises:
         cases = ex.graded_cases(TEST_KEY)
         for m in ex.mistakes:
-            results = [safe_outputs(m.wrong, c) or "raised" for c in cases]
+            results = [safe_outputs(m.wrong, c) or Raised("raised") for c in cases]
             yield ex.id, m.name, judge(ex, cases, results)
 
 
@@ -33,13 +34,13 @@ def learner_verdict(exercise_id, sources, namespace, key=TEST_KEY):
     changed = []  # per case, the inputs the learner's call changed in place
     results = run_cases(scope, ex.function, ex.call, cases, signature=ex.signature,
                         memory=ex.memory_limits(cases), changed=changed)
-    return judge(ex, cases, held_alone(ex, cases, key, results, scope), changed=changed)
+    return judge(ex, cases, results, changed=changed, alone=held_alone(ex, cases, key, results, scope))
 
 
-def held_alone(ex, cases, key, results, scope) -> list:
-    """``results`` after the grader's second look (``autograder.pipeline.rerun``): each case of
-    a memory limit or a served model that the kernel got right run again alone on its twin,
-    in a plain process that imports this checkout (``Sandbox.alone`` without the sandbox)."""
+def held_alone(ex, cases, key, results, scope) -> dict:
+    """The grader's second look (``autograder.pipeline.rerun``): each case of a memory limit or
+    a served model whose kernel outcome is outputs run again alone on its twin, in a plain
+    process that imports this checkout (``Sandbox.alone`` without the sandbox)."""
     import contextlib
     import os
     import signal
@@ -65,12 +66,9 @@ def held_alone(ex, cases, key, results, scope) -> list:
                 stop()
 
     if not rerun.again(ex, cases):
-        return results
+        return {}
     payload = {**encode_results(ex.id, results), CODE: pickled(scope, ex.function)}
-    results = list(results)
-    for i, why in rerun.failures(ex, cases, key, payload, REPO, start).items():
-        results[i] = why
-    return results
+    return rerun.run_again(ex, cases, key, payload, REPO, start)
 
 
 def assert_bug_is_named(verdict, name, described=("differs", "raised")):

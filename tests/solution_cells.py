@@ -100,10 +100,9 @@ def verdict_with(exercise_id: str, source: str | None = None, key: bytes = TEST_
     changed = []  # per case, the inputs the learner's call changed in place
     results = run_cases(scope, ex.function, ex.call, cases, signature=ex.signature,
                         memory=ex.memory_limits(cases), changed=changed)
-    if not public:
-        results = held_alone(ex, cases, key, results, scope)
+    alone = {} if public else held_alone(ex, cases, key, results, scope)
     probes, wants = ex.probes()
     found = lambda: decode_fixes(fixes(scope, ex.function, ex.call, probes, wants, cases, ex.rtol, ex.atol),
                                  len(cases))
-    return judge(ex, cases, results, public=public, fixes=found, changed=changed)
+    return judge(ex, cases, results, public=public, fixes=found, changed=changed, alone=alone)
 

@@ -31,7 +31,8 @@ from autograder.classroom.intake import find_submissions, place_submission, read
 from autograder.classroom.journal import JOURNALLED, RECORDED, Journal, course_config
 from autograder.classroom.jobs import Outcome, Task, job_digest
 from autograder.classroom.pools import DaskPool, Pool  # Dask itself only for a cluster
-from autograder.paths import REPO, SOLUTIONS
+from autograder.paths import REPO
+from autograder.pipeline.assignment import notebooks
 from autograder.pipeline.sandbox import isolation
 from autograder.startup import quick_alembic_head
 from autograder.classroom.worker import GradingProcess
@@ -117,7 +118,7 @@ def grade_submissions(submissions: Path, assignment: str, course_root: Path = RE
     isolated, note = isolation()
     if not isolated:
         print(note, file=sys.stderr)
-    names = sorted(p.name for p in (SOLUTIONS / assignment).glob("*.ipynb"))
+    names = notebooks(assignment)
     if len(names) != 1:
         from autograder.pipeline.course import GradingError  # lazy: it imports nbgrader (see above)
         raise GradingError(f"assignment {assignment!r} should hold one notebook, found {names}")

@@ -7,13 +7,10 @@ Trusted side (class scale): imported by the worker, the pools, the journal and `
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from pathlib import Path
 
-from autograder.paths import SOLUTIONS
 
 
 @dataclass
@@ -55,16 +52,17 @@ def job_digest(submission: Path, assignment: str, notebook: str) -> str:
     with submission.open("rb") as f:
         while chunk := f.read(1 << 20):
             h.update(chunk)
-    h.update(b"\0" + (SOLUTIONS / assignment / notebook).read_bytes())
+    from autograder.pipeline.assignment import source  # lazy: nbformat, after the workers start
+
+    h.update(b"\0" + source(assignment, notebook).digest.encode())
     return h.hexdigest()
 
 
-@lru_cache(maxsize=None)
 def points(assignment: str, notebook: str) -> dict[str, float]:
     """grade id -> points of every graded cell of the assignment's source notebook."""
-    cells = json.loads((SOLUTIONS / assignment / notebook).read_text())["cells"]
-    meta = (c.get("metadata", {}).get("nbgrader", {}) for c in cells)
-    return {m["grade_id"]: float(m.get("points") or 0) for m in meta if m.get("grade")}
+    from autograder.pipeline.assignment import source  # lazy: as in job_digest
+
+    return {grade_id: pts for grade_id, (_, pts) in source(assignment, notebook).graded.items()}
 
 
 def answer_to(task: Task, outcome: Outcome) -> Outcome:

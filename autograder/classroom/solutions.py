@@ -60,10 +60,11 @@ def release_solutions(assignment: str, course_root: Path, before_due: bool = Fal
     from nbgrader.apps import NbGraderAPI
     from nbgrader.utils import temp_attrs
     from autograder.classroom.journal import course_config
+    from autograder.pipeline.assignment import notebooks, source
     from autograder.pipeline.course import GradingError, run_step
 
     config = course_config(course_root)
-    sources = sorted((SOLUTIONS / assignment).glob("*.ipynb"))
+    sources = notebooks(assignment)
     if not sources:
         raise GradingError(f"no assignment {assignment!r} in {SOLUTIONS}")
     until = due(course_root, assignment, config)
@@ -78,9 +79,9 @@ def release_solutions(assignment: str, course_root: Path, before_due: bool = Fal
     name = assignment + SUFFIX
     api = NbGraderAPI(config=config)
     with tempfile.TemporaryDirectory(prefix="ag-solutions-") as tmp:
-        for path in sources:
+        for notebook in sources:
             (Path(tmp) / name).mkdir(exist_ok=True)
-            nbformat.write(readable(nbformat.read(path, as_version=4), assignment), Path(tmp) / name / path.name)
+            nbformat.write(readable(source(assignment, notebook).read(), assignment), Path(tmp) / name / notebook)
         with temp_attrs(api.coursedir, release_directory=tmp):  # an absolute path: no copy in the course
             run_step(lambda: api.release_assignment(name), f"release_assignment {name}")
     return name

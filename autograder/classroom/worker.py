@@ -37,7 +37,6 @@ from pathlib import Path
 import psutil
 
 from autograder.classroom.jobs import Outcome, Task
-from autograder.paths import SOLUTIONS
 from autograder.pipeline.sandbox import SANDBOX_PREFIX, private_dir
 from autograder.startup import quiet, skip_slow_imports
 
@@ -45,13 +44,12 @@ from autograder.startup import quiet, skip_slow_imports
 # --- inside the worker ------------------------------------------------------------------------
 
 SCRATCH_PREFIX = "ag-worker-"  # + pid: the parent removes what a killed worker left
-KEY_PREFIX = "ag-key-"  # + pid: the folder of the file holding the current task's key
 
 
 def scratch_dirs(pid: int) -> list[Path]:
-    """The folders a worker ``pid`` made: its scratch course, its key's and its kernels' sandboxes."""
+    """The folders a worker ``pid`` made: its scratch course and its kernels' sandboxes."""
     return [p for base, prefix in (("/dev/shm", SCRATCH_PREFIX), (tempfile.gettempdir(), SCRATCH_PREFIX),
-                                   (tempfile.gettempdir(), KEY_PREFIX), ("/tmp", SANDBOX_PREFIX))
+                                   ("/tmp", SANDBOX_PREFIX))
             for p in Path(base).glob(f"{prefix}{pid}-*")]
 
 
@@ -69,19 +67,15 @@ def prepare_course(assignment: str) -> None:
         return
     # lazy, as every import of the grading machinery here: this module is imported by the
     # instructor's process too, which must not pay for nbgrader before its workers start
-    import nbformat
-
     from autograder.exercises import get
+    from autograder.pipeline.assignment import source
     from autograder.pipeline.course import ScratchCourse
-    from autograder.pipeline.plan import recorded_exercise
 
     root = private_dir(SCRATCH_PREFIX, "/dev/shm" if os.access("/dev/shm", os.W_OK) else None)
     atexit.register(shutil.rmtree, root, True)
     _courses[assignment] = ScratchCourse(assignment, root)
-    for path in (SOLUTIONS / assignment).glob("*.ipynb"):
-        for cell in nbformat.read(path, as_version=4).cells:
-            if recorded_exercise(cell):
-                get(recorded_exercise(cell))
+    for ex_id in source(assignment).exercises:
+        get(ex_id)
 
 
 def grade_task(task: Task) -> Outcome:
@@ -90,10 +84,9 @@ def grade_task(task: Task) -> Outcome:
     try:
         import nbformat  # lazy: see prepare_course
 
-        _use_key(task.key)
         prepare_course(task.assignment)
         graded = _courses[task.assignment].grade(nbformat.reads(task.prepared, as_version=4),
-                                                 task.student, task.notebook, task.timestamp)
+                                                 task.student, task.notebook, task.key, task.timestamp)
         outcome = Outcome(task.student, task.digest, True, scores=graded.scores,
                           comments=graded.comments, autograded=graded.autograded,
                           feedback=graded.feedback, notes=task.notes, timestamp=task.timestamp)
@@ -103,18 +96,6 @@ def grade_task(task: Task) -> Outcome:
     outcome.seconds = time.monotonic() - start
     outcome.worker = f"{socket.gethostname()}:{os.getppid()}>{os.getpid()}"  # parent>grader
     return outcome
-
-
-def _use_key(key: bytes) -> None:
-    """Draw this task's cases from its key, kept in a file only this worker can read."""
-    from autograder.pipeline.plan import KEY_ENV  # lazy: see prepare_course
-
-    name = os.environ.get(KEY_ENV)
-    if not name:
-        folder = private_dir(KEY_PREFIX)  # mode 0700
-        atexit.register(shutil.rmtree, folder, True)
-        name = os.environ[KEY_ENV] = str(folder / "key")
-    Path(name).write_bytes(key)
 
 
 def _watch_parent(parent: int) -> None:

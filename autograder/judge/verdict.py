@@ -19,10 +19,21 @@ from autograder.judge.exercise import Exercise, Mistake, both
 from autograder.judge.explain import explain, output_kind
 from autograder.judge.features import in_words
 from autograder.kernel.hints import returned_tuple_hint
-from autograder.kernel.transport import AGAIN, NOT_IMPLEMENTED, REFUSED, Listed, as_outputs, over_memory
+from autograder.kernel.transport import REFUSED, STOPPED, Listed, OverMemory, Raised, as_outputs
 
 
 MIN_SEARCH = 0.3  # seconds the search among the mutants gets however late it starts
+AGAIN = "run again alone in a fresh process, on a case of the same kind the grader drew for it"
+UNREAD = Raised("the graded cell's answer for this case could not be read")
+
+
+@dataclass(frozen=True)
+class Alone:
+    """What a case's twin gave, run again alone (``pipeline.rerun``): ``twin``, a case of the
+    same kind the kernel never saw; ``outcome``, its outcome there (None: the process stopped
+    without one, a crash, or out of time)."""
+    twin: dict
+    outcome: object | None
 
 
 @dataclass
@@ -132,8 +143,9 @@ def helper_note(ex: Exercise, failing: set[str]) -> str | None:
 
 
 def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=(),
-          seconds: float | None = None, changed=None) -> Verdict:
-    """Score the recorded ``results`` on ``cases`` (per case: tuple of arrays, or an error string).
+          seconds: float | None = None, changed=None, alone: dict | None = None) -> Verdict:
+    """Score the recorded ``results`` on ``cases`` (per case, its outcome: a tuple of arrays,
+    a ``transport.Raised`` or a ``transport.OverMemory``).
 
     ``public``: the cases are the check cell's, which the learner may look at (``show_case``);
     otherwise feedback names what a failing case exercises, never its numbers.
@@ -145,8 +157,11 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
     fixes left); None: each has its own budget. ``changed``: per case, the names of the inputs
     the learner's call changed in place (the kernel's ``changed_in_place``; data from the
     sandbox, so only names of the case's own inputs are told); told, whatever the score.
+    ``alone``: case index -> ``Alone``, its twin run again alone; a case whose kernel outputs
+    pass fails after all unless its twin's outputs pass too.
     """
     deadline = None if seconds is None else time.monotonic() + seconds
+    alone_at = alone if isinstance(alone, dict) else {}
     verdict = Verdict(ex.id, 0.0, float(ex.points), 0, len(cases))
     verdict.changed = _changed_message(ex, cases, changed)
     if len(results) != len(cases):
@@ -155,22 +170,26 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
         return verdict
 
     failing, passing, first_problem, errors, raised, wants = [], [], None, [], [], []
+    stubs = 0       # cases that raised the release's NotImplementedError
     too_large = []  # messages for the cases that held more memory than their limit
-    alone = []      # and for those that failed run again alone (``autograder.pipeline.rerun``)
+    told_alone = []  # and for those that failed run again alone (``autograder.pipeline.rerun``)
     for i, (case, got) in enumerate(zip(cases, results)):
         want = as_outputs(ex.reference(**case))
         wants.append(want)
         label = f"{'case' if public else 'hidden case'} {i + 1} ({in_words(ex.describe(case))})"
-        peak = over_memory(got)
-        if peak is not None:
-            too_large.append(f"{label}: {_memory_message(ex, case, peak)}")
+        if not isinstance(got, (tuple, Raised, OverMemory)):
+            got = UNREAD  # not an outcome: a caller's bug costs this case, never the grading
+        if isinstance(got, tuple) and i in alone_at and close(ex, got, want):
+            got = _twin_failure(ex, alone_at[i]) or got  # right in the kernel: also alone?
+            if isinstance(got, str):  # wrong alone: told apart
+                told_alone.append(f"{label}: right in your notebook, but {got if public else without_values(got)}")
+                continue
+        if isinstance(got, OverMemory):
+            too_large.append(f"{label}: {_memory_message(ex, case, got)}")
             continue
-        if isinstance(got, str) and got.startswith(AGAIN):  # right in the kernel, wrong alone: apart
-            alone.append(f"{label}: right in your notebook, but {got if public else without_values(got)}")
-            continue
-        if isinstance(got, str):
-            errors.append(got if got == NOT_IMPLEMENTED else
-                          f"{label}: {got if public else without_values(got)}")
+        if isinstance(got, Raised):
+            errors.append(got.text if got.stub else f"{label}: {got.text if public else without_values(got.text)}")
+            stubs += got.stub
             raised.append(case)
             continue
         if close(ex, got, want):
@@ -185,7 +204,7 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
         verdict.messages.append(f"All {len(cases)} cases match the reference.")
         verdict.messages += [verdict.changed] if verdict.changed else []
         return verdict
-    if errors and all(e == NOT_IMPLEMENTED for e in errors) and not failing:
+    if errors and stubs == len(errors) and not failing:
         verdict.messages.append(f"`{ex.function}` is not implemented yet.")
         return verdict
     # the right numbers in the wrong kind of array, told first: they match a listed mistake's
@@ -211,8 +230,9 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
     if too_large:
         verdict.messages += too_large
         verdict.kind = verdict.kind or "specific"
-    if alone:  # what went wrong there is for the learner to find: the grader saw only the twin's outputs
-        verdict.messages.append(alone[0] + (f" ({len(alone) - 1} more case(s) likewise)" if len(alone) > 1 else ""))
+    if told_alone:  # what went wrong there is for the learner to find: the grader saw only the twin's outputs
+        verdict.messages.append(told_alone[0] + (f" ({len(told_alone) - 1} more case(s) likewise)"
+                                                 if len(told_alone) > 1 else ""))
     verdict.messages.append(f"{verdict.passed} of {len(cases)} cases match the reference.")
     if first_problem:
         verdict.messages.append("First difference, " + first_problem.rstrip(".") + ".")
@@ -239,14 +259,30 @@ def _changed_message(ex: Exercise, cases: list, changed) -> str | None:
             "array (`x = x - mu` makes one; `x.copy()` first also does).")
 
 
-def _memory_message(ex: Exercise, case, peak: int) -> str:
+def _twin_failure(ex: Exercise, alone: Alone):
+    """Why a case right in the kernel fails after all, run alone on its twin: an
+    ``OverMemory`` (told as the kernel's would be), a sentence (``AGAIN`` and why), or None."""
+    outcome = alone.outcome
+    if outcome is None:
+        return f"{AGAIN}, it stopped without a result (a crash, or out of time)"
+    if isinstance(outcome, OverMemory):
+        return outcome
+    if isinstance(outcome, Raised):
+        return f"{AGAIN}: {outcome.text[:300]}"
+    if not isinstance(outcome, tuple) or not close(ex, outcome, as_outputs(ex.reference(**alone.twin))):
+        return f"{AGAIN}, its outputs differ from the reference's there"
+    return None
+
+
+def _memory_message(ex: Exercise, case, over: OverMemory) -> str:
     """Why a case that held more memory than ``ex.memory`` allows fails, whatever its values."""
     limit, why = ex.memory(case) if ex.memory else (0, "")
-    if peak == REFUSED:
+    peak = over.peak
+    if over.by == REFUSED:
         return (f"`{ex.function}` asked for more memory at once than the {limit / 2**20:.0f} MiB this "
                 f"case allows, run alone in a fresh process where the operating system holds it to "
                 f"that limit: {why}.")
-    if peak < 0:
+    if over.by == STOPPED:
         return (f"`{ex.function}` stopped Python's count of allocations (`tracemalloc`), by which "
                 f"this case measures its memory ({why}).")
     return (f"`{ex.function}` held {peak / 2**20:.1f} MiB at once, more than the "

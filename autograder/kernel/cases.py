@@ -28,8 +28,8 @@ import numpy as np
 
 from autograder.kernel.calls import run
 from autograder.kernel.hints import describe_error
-from autograder.kernel.transport import (MIME, NOT_IMPLEMENTED, OVER_MEMORY, as_outputs, decode_cases, decode_probes,
-                                        encode_results)
+from autograder.kernel.transport import (COUNTED, MIME, NOT_IMPLEMENTED, STOPPED, OverMemory, Raised, as_outputs,
+                                        decode_cases, decode_probes, encode_results)
 
 CASES_ENV = "AUTOGRADER_CASES"
 PICKLE = "pickle"        # the cases file: the grader runs cases again alone, so the payload holds
@@ -102,15 +102,17 @@ def _allocations():
 
 
 def _bounded(namespace: dict, function: str, call: str | None, case: dict, limit: int | None):
-    """The learner's outputs on ``case``; with a ``limit`` in bytes, ``OVER_MEMORY`` and the
-    peak instead when the call held more than that at once (an exercise whose text promises
-    tiles, never the whole matrix)."""
+    """The learner's outputs on ``case``; with a ``limit`` in bytes, an ``OverMemory`` instead
+    when the call held more than that at once (an exercise whose text promises tiles, never
+    the whole matrix)."""
     if limit is None:
         return as_outputs(run(namespace, function, call, case))
     with _allocations() as count:
         result = run(namespace, function, call, case)
-    if count["peak"] < 0 or count["peak"] > limit:
-        return f"{OVER_MEMORY}{count['peak']}"
+    if count["peak"] < 0:
+        return OverMemory(STOPPED)
+    if count["peak"] > limit:
+        return OverMemory(COUNTED, count["peak"])
     return as_outputs(result)
 
 
@@ -141,18 +143,19 @@ def changed_in_place(case: dict, given: dict) -> list[str]:
 def run_cases(namespace: dict, function: str, call: str | None, cases: list,
               budget: float | None = None, signature: str | None = None,
               memory: list | None = None, changed: list | None = None) -> list:
-    """Per case: the learner's outputs as a tuple of arrays, or the error as text.
+    """Per case, its outcome: the learner's outputs as a tuple of arrays, or a ``Raised``
+    (``transport.NOT_IMPLEMENTED`` for the release's stub) or an ``OverMemory``.
 
     ``budget``: seconds of CPU time for all the cases together; they also get as many seconds
     on the clock, so that a graded cell ends before the grader's cell timeout. ``memory``:
-    per case, the bytes the call may hold at once (None: no limit); a case past it gives
-    ``OVER_MEMORY`` and the peak. ``changed``: a list to which, per case, the names of the
+    per case, the bytes the call may hold at once (None: no limit); a case past it gives an
+    ``OverMemory``. ``changed``: a list to which, per case, the names of the
     inputs the call changed in place are appended."""
     results, left, wall_left = [], budget, budget
     limits = list(memory or ()) + [None] * (len(cases) - len(memory or ()))
     for case, allowed in zip(cases, limits):
         if left is not None and (left <= 0 or wall_left <= 0):
-            results.append(f"not run: the earlier cases used up the {budget:g} s for this exercise")
+            results.append(Raised(f"not run: the earlier cases used up the {budget:g} s for this exercise"))
             continue
         limit = CASE_SECONDS if left is None else min(CASE_SECONDS, left)
         wall = WALL_FACTOR * CASE_SECONDS if wall_left is None else min(WALL_FACTOR * CASE_SECONDS, wall_left)
@@ -163,11 +166,11 @@ def run_cases(namespace: dict, function: str, call: str | None, cases: list,
                 results.append(_bounded(namespace, function, call, given, allowed))
         except CaseTimeout as stop:
             waited = "" if stop.args and stop.args[0] == signal.SIGPROF else " (it was waiting: input, sleep, a lock?)"
-            results.append(f"did not finish within {limit:.0f} s (an endless loop?)" if not waited
-                           else f"did not finish within {wall:.0f} s{waited}")
+            results.append(Raised(f"did not finish within {limit:.0f} s (an endless loop?)" if not waited
+                                  else f"did not finish within {wall:.0f} s{waited}"))
         except BaseException as err:  # any learner error (sys.exit() too) is a result, not a crash
             stub = type(err) is NotImplementedError  # the release's `raise NotImplementedError()`
-            results.append(NOT_IMPLEMENTED if stub else describe_error(err, function, signature))
+            results.append(NOT_IMPLEMENTED if stub else Raised(describe_error(err, function, signature)))
         if changed is not None:
             changed.append(changed_in_place(case, given))
         if left is not None:

@@ -22,8 +22,8 @@ prepared in the kernel fits them), with
 5. the outputs written to standard output as ``transport`` encodes results: plain data (what
    the learner's code prints goes to /dev/null).
 
-An allocation the limit refuses raises ``MemoryError`` in the learner's code; the case's result
-is then ``OVER_MEMORY`` with the peak ``REFUSED``.
+An allocation the limit refuses raises ``MemoryError`` in the learner's code; every case's
+outcome is then ``OverMemory(REFUSED)``.
 """
 from __future__ import annotations
 
@@ -42,8 +42,8 @@ import cloudpickle  # noqa: E402  (numpy and cloudpickle load before the limit: 
 import numpy as np  # noqa: E402
 
 from autograder.kernel.cases import CODE, run_cases  # noqa: E402
-from autograder.kernel.transport import (OVER_MEMORY, REFUSED, decode_array, decode_cases,  # noqa: E402
-                                         encode_array, encode_results)
+from autograder.kernel.transport import (REFUSED, OverMemory, Raised, decode_array,  # noqa: E402
+                                         decode_cases, encode_array, encode_results)
 
 SLACK = 4 << 20  # bytes beyond the case's limit: the interpreter's own churn while it runs
 
@@ -78,7 +78,7 @@ def main() -> None:
     refused = []  # not empty once the limit refused an allocation
     results = _results(spec, refused if limit >= 0 else None, channel)
     if refused:
-        results = [f"{OVER_MEMORY}{REFUSED}"] * len(spec["cases"])
+        results = [OverMemory(REFUSED)] * len(spec["cases"])
     channel.write(json.dumps({"results": encode_results(spec["exercise"], results)}) + "\n")
     channel.flush()
 
@@ -91,13 +91,13 @@ def _results(spec: dict, refused: list | None, channel) -> list:
         learner = cloudpickle.loads(base64.b64decode(spec[CODE]))
     except MemoryError:
         if refused is None:
-            return ["could not be loaded in a fresh process: MemoryError()"] * len(cases)
+            return [Raised("could not be loaded in a fresh process: MemoryError()")] * len(cases)
         refused.append(True)
         return []
     except Exception as err:
-        return [f"could not be loaded in a fresh process: {err!r}"[:300]] * len(cases)
+        return [Raised(f"could not be loaded in a fresh process: {err!r}"[:300])] * len(cases)
     if not callable(learner):
-        return [f"could not be loaded in a fresh process: {type(learner).__name__} is not a function"] * len(cases)
+        return [Raised(f"could not be loaded in a fresh process: {type(learner).__name__} is not a function")] * len(cases)
 
     @functools.wraps(learner)
     def watched(*args, **kwargs):

@@ -11,27 +11,45 @@ This module runs in the grading sandbox: it imports nothing of the grader's.
 from __future__ import annotations
 
 import base64
+from dataclasses import dataclass
 
 import numpy as np
 
 MIME = "application/vnd.course.autograder+json"
 NUMERIC_KINDS = "biuf"
 MAX_ELEMENTS = 10_000_000  # per decoded array: far above any exercise's output
-NOT_IMPLEMENTED = "not implemented yet"  # the result of a case that raised NotImplementedError
-OVER_MEMORY = "over the memory limit: "  # + the peak in bytes (-1: the code stopped the count)
-REFUSED = -2  # the peak of a case whose allocation the operating system refused (``fresh``)
-AGAIN = "run again alone in a fresh process, on a case of the same kind the grader drew for it"
+MAX_TEXT = 2000  # characters of a case's error text kept when it is decoded
+MAX_OUTPUTS = 64  # arrays one case may return: far above any exercise's
 
 
-def over_memory(result) -> int | None:
-    """The peak bytes of a case that allocated more than its limit (``OVER_MEMORY``), -1 when
-    the learner's code stopped the count, None for any other result."""
-    if isinstance(result, str) and result.startswith(OVER_MEMORY):
-        try:
-            return int(result[len(OVER_MEMORY):])
-        except ValueError:
-            return None
-    return None
+# --- a case's outcome: its outputs, or one of two records ---------------------------------
+#
+# A case's outcome is a tuple of arrays (what the learner's function returned), a ``Raised``
+# or an ``OverMemory``; each crosses the boundary in a tagged form (``encode_outcome``), so
+# that no meaning rides on the wording of a text.
+
+@dataclass(frozen=True)
+class Raised:
+    """The learner's call raised, or did not finish: ``text`` says what happened in words a
+    learner reads (``hints.describe_error``); ``stub``: it raised the release's
+    ``NotImplementedError``, so the exercise is not started yet."""
+    text: str
+    stub: bool = False
+
+
+COUNTED, STOPPED, REFUSED = "counted", "stopped", "refused"  # how an ``OverMemory`` was found
+
+
+@dataclass(frozen=True)
+class OverMemory:
+    """The call held more memory at once than its case allows, as found ``by`` COUNTED
+    (``peak`` bytes in Python's count in the kernel), STOPPED (the learner's code stopped that
+    count) or REFUSED (run alone, the operating system refused an allocation: ``fresh``)."""
+    by: str
+    peak: int = 0
+
+
+NOT_IMPLEMENTED = Raised("not implemented yet", stub=True)  # the release's stub
 
 
 def encode_array(a: np.ndarray) -> dict:
@@ -44,7 +62,9 @@ def decode_array(d: dict) -> np.ndarray:
     dtype = np.dtype(str(d["dtype"]))
     if dtype.kind not in NUMERIC_KINDS or dtype.hasobject:
         raise ValueError(f"dtype {dtype} is not a plain numeric type")
-    shape = tuple(int(n) for n in d["shape"])
+    if not isinstance(d["shape"], list) or len(d["shape"]) > 32 or any(type(n) is not int for n in d["shape"]):
+        raise ValueError("a shape that is not a short list of integers")
+    shape = tuple(d["shape"])
     if any(n < 0 for n in shape) or int(np.prod(shape, dtype=np.float64)) > MAX_ELEMENTS:
         raise ValueError(f"shape {shape} is too large")
     raw = base64.b64decode(d["data"], validate=True)
@@ -141,30 +161,65 @@ def decode_probes(payload: dict | None) -> tuple[list, list, float, float]:
             float(payload["rtol"]), float(payload["atol"]))
 
 
-# --- results: per case, the outputs or the error text ------------------------------------
+# --- results: per case, its outcome ---------------------------------------------------------
 
 def encode_results(exercise_id: str, results: list) -> dict:
-    """``results``: per case, a tuple of arrays (``Listed`` ones noted by index) or an error string."""
-    return {"exercise": exercise_id, "cases": [{"error": r} if isinstance(r, str) else _encode_outputs(r)
-                                               for r in results]}
+    """``results``: per case, its outcome (a tuple of arrays, ``Listed`` ones noted by index,
+    a ``Raised`` or an ``OverMemory``)."""
+    return {"exercise": exercise_id, "cases": [encode_outcome(r) for r in results]}
 
 
-def _encode_outputs(outputs: tuple) -> dict:
-    encoded = {"outputs": [encode_array(a) for a in outputs]}
-    listed = [k for k, a in enumerate(outputs) if isinstance(a, Listed)]
+def encode_outcome(outcome) -> dict:
+    """One case's outcome in its tagged form: exactly one of ``raised``, ``over_memory``,
+    ``outputs``."""
+    if isinstance(outcome, Raised):
+        return {"raised": outcome.text, **({"stub": True} if outcome.stub else {})}
+    if isinstance(outcome, OverMemory):
+        return {"over_memory": {"by": outcome.by, "peak": int(outcome.peak)}}
+    encoded = {"outputs": [encode_array(a) for a in outcome]}
+    listed = [k for k, a in enumerate(outcome) if isinstance(a, Listed)]
     if listed:
         encoded["listed"] = listed
     return encoded
 
 
 def decode_results(payload: dict) -> list:
-    """The inverse of ``encode_results``: per case, a tuple of arrays or an error string."""
+    """The inverse of ``encode_results``: per case, its outcome. A case whose entry cannot be
+    read is that case's ``Raised`` (its answer is lost, not the others'); a payload without a
+    list of cases raises ValueError."""
+    cases = payload.get("cases") if isinstance(payload, dict) else None
+    if not isinstance(cases, list):
+        raise ValueError("no list of cases")
     out = []
-    for case in payload["cases"]:
-        if "error" in case:
-            out.append(str(case["error"])[:2000])
-        else:
-            listed = {int(k) for k in case.get("listed", ())}
-            out.append(tuple(decode_array(a).view(Listed) if k in listed else decode_array(a)
-                             for k, a in enumerate(case["outputs"])))
+    for case in cases:
+        try:
+            out.append(decode_outcome(case))
+        except (KeyError, ValueError, TypeError, AttributeError, OverflowError) as err:
+            out.append(Raised(f"the graded cell's answer for this case could not be read ({err})"[:MAX_TEXT]))
     return out
+
+
+def decode_outcome(d: dict):
+    """One case's outcome from its tagged form; ValueError (or KeyError, TypeError) when the
+    form is not exactly one of ``encode_outcome``'s."""
+    if not isinstance(d, dict):
+        raise ValueError("not a tagged outcome")
+    tags = {"raised", "over_memory", "outputs"} & d.keys()
+    if len(tags) != 1:
+        raise ValueError("not exactly one kind of outcome")
+    if "raised" in d:
+        if not isinstance(d["raised"], str) or d.get("stub", False) not in (True, False):
+            raise ValueError("an error that is not text")
+        return NOT_IMPLEMENTED if d.get("stub") else Raised(d["raised"][:MAX_TEXT])
+    if "over_memory" in d:
+        memory = d["over_memory"]
+        by, peak = memory["by"], memory["peak"]
+        if by not in (COUNTED, STOPPED, REFUSED) or type(peak) is not int or not 0 <= peak < 1 << 62:
+            raise ValueError("a memory outcome out of its range")
+        return OverMemory(by, peak)
+    arrays, listed = d["outputs"], d.get("listed", [])
+    if not isinstance(arrays, list) or len(arrays) > MAX_OUTPUTS or not isinstance(listed, list) \
+            or any(type(k) is not int for k in listed):
+        raise ValueError("outputs that are not a short list of arrays")
+    return tuple(decode_array(a).view(Listed) if k in listed else decode_array(a)
+                 for k, a in enumerate(arrays))

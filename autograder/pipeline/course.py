@@ -96,14 +96,16 @@ class ScratchCourse:
         run_step(lambda: self.api.generate_assignment(assignment), "generate_assignment")
         self.blank_gradebook = (self.root / "gradebook.db").read_bytes()
 
-    def grade(self, nb: nbformat.NotebookNode, student: str, notebook: str,
+    def grade(self, nb: nbformat.NotebookNode, student: str, notebook: str, key: bytes,
               timestamp: str | None = None, feedback: bool = True, time_budget: int | None = None,
               isolate: bool = True) -> Graded:
-        """Autograde the prepared notebook ``nb`` as ``student``'s ``notebook`` (a file name);
-        ``time_budget``: the seconds its cells may run, if not ``SandboxedExecute``'s own;
-        ``isolate`` False: without the sandbox, whatever ``AUTOGRADER_ISOLATION`` says."""
+        """Autograde the prepared notebook ``nb`` as ``student``'s ``notebook`` (a file name),
+        on the cases of ``key`` (``plan.submission_key`` of ``nb``, computed by whoever
+        prepared it); ``time_budget``: the seconds its cells may run, if not
+        ``SandboxedExecute``'s own; ``isolate`` False: without the sandbox, whatever
+        ``AUTOGRADER_ISOLATION`` says."""
         run = self.api.config.SandboxedExecute
-        run.isolate = isolate
+        run.isolate, run.submission_key = isolate, key.hex()
         if time_budget is None:
             run.pop("time_budget", None)
         else:

@@ -32,17 +32,16 @@ from subprocess import DEVNULL
 from time import monotonic
 from typing import Iterator
 
-import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Any, Bool, Integer
+from traitlets import Any, Bool, Integer, Unicode
 
 from autograder.pipeline import plan, rerun
-from autograder.paths import SOLUTIONS
+from autograder.pipeline.assignment import source
 from autograder.pipeline.sandbox import KERNEL_NAME, Sandbox, SandboxUnavailable, isolation
 from autograder.kernel.cases import PICKLE
 from autograder.kernel.transport import MIME, encode_cases, encode_probes
@@ -180,10 +179,7 @@ class _Client(NotebookClient):
 
 def teaching_sources(assignment: str, notebook: str) -> set[str]:
     """The sources of the course's own unmarked code cells in the assignment's notebook."""
-    path = SOLUTIONS / assignment / f"{notebook}.ipynb"
-    source = nbformat.read(path, as_version=4)
-    return {c.source.strip() for c in source.cells
-            if c.cell_type == "code" and "nbgrader" not in c.metadata and c.source.strip()}
+    return set(source(assignment, notebook).teaching)
 
 
 def recorded_payload(cell, exercise_id: str) -> dict | None:
@@ -207,6 +203,9 @@ class SandboxedExecute(NbGraderPreprocessor):
     startup_timeout = Integer(60, help="Seconds for the kernel to start.").tag(config=True)
     isolate = Bool(True, help="Run the kernel in the sandbox, as AUTOGRADER_ISOLATION allows; "
                               "False: without it.").tag(config=True)
+    submission_key = Unicode("", help="The submission's key (hex), which its cases are drawn from: "
+                                      "plan.submission_key of the prepared notebook, computed once by "
+                                      "whoever prepared it; empty: that of the notebook graded here.").tag(config=True)
 
     def preprocess(self, nb, resources):
         try:
@@ -222,8 +221,10 @@ class SandboxedExecute(NbGraderPreprocessor):
         teaching = teaching_sources(info["assignment"], info["notebook"])
         to_run = [i for i, c in enumerate(nb.cells)
                   if c.cell_type == "code" and c.source.strip() and c.source.strip() not in teaching]
-        graded = plan.graded_cases(nb)
-        resources.setdefault("autograder", {})[plan.GRADED] = graded  # JudgeOutputs judges on these
+        # nbgrader's own `autograde` in a course directory gives no key: the notebook's own, then
+        key = bytes.fromhex(self.submission_key) if self.submission_key else plan.submission_key(nb)
+        graded = plan.graded_cases(nb, key)
+        made = resources.setdefault("autograder", {})[plan.PLAN] = plan.Plan(key, graded)  # for the judge
         forbidden = {f for ex, _ in graded.values() for f in ex.forbidden}
         isolate = self.isolate and isolation()[0]
         for cell in nb.cells:
@@ -238,10 +239,9 @@ class SandboxedExecute(NbGraderPreprocessor):
                                                        ex.memory_limits(cases)), PICKLE: i in again})
             until = monotonic() + self.time_budget  # the reruns' share is kept from the cells
             faults = self._run(nb, box, to_run, self.time_budget - (rerun.SECONDS if again else 0))
-            key = plan.submission_key(nb)
-            resources["autograder"][rerun.ALONE] = {
-                i: rerun.failures(ex, cases, key, recorded_payload(nb.cells[i], ex.id), box.site, box.alone,
-                                  max(until, monotonic() + 1))
+            made.alone = {
+                i: rerun.run_again(ex, cases, key, recorded_payload(nb.cells[i], ex.id), box.site, box.alone,
+                                   max(until, monotonic() + 1))
                 for i, (ex, cases) in again.items() if i not in faults}
         for i, message in faults.items():
             nb.cells[i].outputs.append(fault_output(message))

@@ -19,10 +19,9 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from autograder.pipeline.execute import FAULT_KEY, recorded_payload
 from autograder.exercises import get
 from autograder.judge.verdict import Verdict, helper_note, judge, without_values
-from autograder.pipeline.plan import GRADED
-from autograder.pipeline.rerun import ALONE
+from autograder.pipeline.plan import PLAN
 from autograder.kernel.repair import decode_fixes
-from autograder.kernel.transport import decode_results
+from autograder.kernel.transport import Raised, decode_results
 
 MAX_MESSAGE = 300  # characters of a learner's error text quoted in feedback
 VERDICT = "application/vnd.autograder.verdict+json"  # the verdict as data, beside its score
@@ -35,7 +34,7 @@ def _fault(cell) -> str | None:
 
 def verdict_for_cell(cell, ex, cases, earlier_faults: list[str], alone: dict | None = None) -> Verdict:
     """The verdict on one graded cell; ``earlier_faults``: why cells above it were stopped;
-    ``alone``: case index -> why it fails when run again alone (``rerun.failures``)."""
+    ``alone``: case index -> its twin run again alone (``rerun.run_again``), for the judge."""
     payload = recorded_payload(cell, ex.id)
     if payload is None:
         fault = _fault(cell)
@@ -56,12 +55,9 @@ def verdict_for_cell(cell, ex, cases, earlier_faults: list[str], alone: dict | N
     except (KeyError, ValueError, TypeError, AttributeError) as err:
         return Verdict(ex.id, 0.0, float(ex.points), 0, len(cases),
                        [f"Unreadable recorded outputs: {without_values(str(err))[:MAX_MESSAGE]}"])
-    results = [r[:MAX_MESSAGE] if isinstance(r, str) else r for r in results]
-    for i, why in (alone or {}).items():
-        if i < len(results):
-            results[i] = why
+    results = [Raised(r.text[:MAX_MESSAGE], r.stub) if isinstance(r, Raised) else r for r in results]
     verdict = judge(ex, cases, results, fixes=decode_fixes(payload.get("fixes"), len(cases)),
-                    changed=payload.get("changed"))
+                    changed=payload.get("changed"), alone=alone)
     if verdict.passed < verdict.total:
         verdict.messages += earlier_faults
     return verdict
@@ -94,15 +90,14 @@ class JudgeOutputs(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         faults, graded = [], []
-        cases = resources.get("autograder", {}).get(GRADED)
-        if cases is None:
+        made = resources.get("autograder", {}).get(PLAN)
+        if made is None:
             raise RuntimeError("JudgeOutputs needs SandboxedExecute right before it in "
                                "Autograde.autograde_preprocessors: it draws the cases judged here")
         for i, cell in enumerate(nb.cells):
-            if i in cases:
-                ex, ex_cases = cases[i]
-                graded.append((cell, verdict_for_cell(cell, ex, ex_cases, list(faults),
-                                                      resources["autograder"].get(ALONE, {}).get(i))))
+            if i in made.graded:
+                ex, ex_cases = made.graded[i]
+                graded.append((cell, verdict_for_cell(cell, ex, ex_cases, list(faults), made.alone.get(i))))
             elif cell.cell_type == "code" and _fault(cell):
                 faults.append(f"Cell {i + 1} above it was {_fault(cell)}.")
         failing = {get(v.exercise_id).function for _, v in graded if not v.full_marks}

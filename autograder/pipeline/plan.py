@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.paths import REPO
@@ -20,8 +21,18 @@ from autograder.exercises import get
 
 RECORD_CALL = re.compile(r"""^record\(\s*["']([\w.]+)["']\s*,\s*globals\(\)\s*\)\s*$""", re.M)
 SECRET_ENV = "AUTOGRADER_SECRET_FILE"
-KEY_ENV = "AUTOGRADER_SUBMISSION_KEY_FILE"  # a class grader's worker: the one submission's key
-GRADED = "graded"  # resources["autograder"][GRADED]: what graded_cases gave, from execution to judge
+PLAN = "plan"  # resources["autograder"][PLAN]: the ``Plan``, from execution to the judge
+
+
+@dataclass
+class Plan:
+    """One grading's plan, made by the execute step and read by the steps after it: the
+    submission's ``key``; ``graded``, graded cell index -> (exercise, its graded cases);
+    ``alone``, graded cell index -> {case index -> ``verdict.Alone``}, its cases' twins run
+    again alone and what they gave (``rerun.run_again``)."""
+    key: bytes
+    graded: dict[int, tuple[Exercise, list]]
+    alone: dict[int, dict] = field(default_factory=dict)
 
 
 def recorded_exercise(cell) -> str | None:
@@ -61,13 +72,13 @@ def secret_key() -> bytes:
 def submission_key(nb) -> bytes:
     """A key for this submission: the secret and the code of the notebook, hashed together.
 
-    A worker of ``autograder grade`` never holds the secret: the instructor's process computes
-    the key of the submission it hands out, and the worker reads it from the file ``KEY_ENV``
-    names (so a worker, or whoever watches its network, learns nothing about other submissions).
+    Computed once per submission, by the trusted process that prepared it
+    (``submission.prepare``), from the prepared notebook, before nbgrader restores its locked
+    cells: ``autograder submit`` and ``autograder grade`` hash the same version, so the same
+    submission meets the same cases both ways. It reaches the execute step as its
+    ``submission_key`` setting, so a worker of ``autograder grade`` never holds the secret
+    (nor learns anything about other submissions).
     """
-    given = os.environ.get(KEY_ENV)
-    if given:
-        return Path(given).read_bytes()
     code = hashlib.sha256()
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -75,9 +86,8 @@ def submission_key(nb) -> bytes:
     return hmac.new(secret_key(), code.digest(), "sha256").digest()
 
 
-def graded_cases(nb) -> dict[int, tuple[Exercise, list]]:
-    """cell index -> (exercise, its graded cases) for every graded cell of ``nb``."""
-    key = submission_key(nb)
+def graded_cases(nb, key: bytes) -> dict[int, tuple[Exercise, list]]:
+    """cell index -> (exercise, its graded cases drawn from ``key``) for every graded cell of ``nb``."""
     out = {}
     for i, cell in enumerate(nb.cells):
         ex_id = recorded_exercise(cell)

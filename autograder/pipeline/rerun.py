@@ -15,8 +15,9 @@ so no answer prepared there fits it.
 * A decoder's twins run in one process whose model is served from here, a line at a time:
   the table of log-probabilities never enters the sandbox, and the calls are counted here.
 
-The case keeps its kernel result only if the twin's outputs, read back as plain data, equal
-the reference's; the pickled bytes are passed on and never loaded here.
+What each twin gave, read back as plain data, goes to the judge, which keeps a case's kernel
+result only if the twin's outputs equal the reference's too; the pickled bytes are passed on
+and never loaded here.
 """
 from __future__ import annotations
 
@@ -34,14 +35,12 @@ from typing import Callable
 import numpy as np
 
 from autograder.judge.exercise import Exercise
-from autograder.judge.verdict import close
+from autograder.judge.verdict import Alone
 from autograder.kernel.calls import once_per_step, table_model
 from autograder.kernel.cases import CASE_SECONDS, CODE, WALL_FACTOR
-from autograder.kernel.transport import (AGAIN, as_outputs, decode_array, decode_results, encode_array,
-                                         encode_cases, over_memory)
+from autograder.kernel.transport import Raised, decode_array, decode_results, encode_array, encode_cases
 
 SECONDS = 10  # of the notebook's time budget, kept for its reruns: an honest one takes under one
-ALONE = "alone"  # resources["autograder"][ALONE]: graded cell index -> ``failures``
 SERVED = "markov_decoder"  # the call of the exercises whose model the grader serves
 LINE = 16 << 20  # bytes of one line read from a process run alone
 MOST_PREFIXES = 4096  # rows of one request of the served model
@@ -62,28 +61,30 @@ def again(ex: Exercise, cases: list) -> list[int]:
     return list(range(len(cases))) if ex.call == SERVED else []
 
 
-def failures(ex: Exercise, cases: list, key: bytes, payload, site: Path, start: Start,
-             deadline: float | None = None) -> dict[int, str]:
-    """Case index -> why it fails after all: of the cases ``again`` names that the kernel got
-    right, those whose twin, run alone (``site``: where the sandbox stages ``autograder``),
-    went over its memory limit (``OVER_MEMORY``, as the verdict words it), raised (a second
-    call of the model for one length too), did not finish (by ``deadline`` on the monotonic
-    clock, for all of a grading's reruns together), or gave other outputs than the reference's."""
+def run_again(ex: Exercise, cases: list, key: bytes, payload, site: Path, start: Start,
+              deadline: float | None = None) -> dict[int, Alone]:
+    """Case index -> what its twin gave, run alone (``site``: where the sandbox stages
+    ``autograder``), for the cases ``again`` names whose kernel outcome is outputs: facts
+    only; the judge compares them with the reference (``verdict.judge``), and only where the
+    kernel's own outputs pass. A twin's outcome is None when its process stopped without one
+    (a crash) or did not finish by ``deadline`` (on the monotonic clock, for all of a
+    grading's reruns together)."""
     at = again(ex, cases)
     if not at or not isinstance(payload, dict):
         return {}
     try:
         results = decode_results(payload)
-    except (KeyError, ValueError, TypeError, AttributeError):
+    except ValueError:
         return {}  # the judge says why the recorded outputs are unreadable
     if len(results) != len(cases):
         return {}
-    at = [i for i in at if not isinstance(results[i], str) and close(ex, results[i], as_outputs(ex.reference(**cases[i])))]
+    at = [i for i in at if isinstance(results[i], tuple)]
     if not at:
-        return {}  # the kernel's own results already fail: their messages say more
+        return {}  # no outputs to hold to the twins: the kernel's own outcomes say more
     code, drawn = payload.get(CODE), twins(ex, key)
     if not isinstance(code, str):
-        return {i: f"{AGAIN}: the graded cell could not pickle `{ex.function}` to run it there" for i in at}
+        cannot = Raised(f"the graded cell could not pickle `{ex.function}` to run it there")
+        return {i: Alone(drawn[i], cannot) for i in at}
     script = [sys.executable, str(site / "autograder" / "kernel" / "fresh.py")]
     if ex.memory is not None:  # one process per case: each its own limit
         got = {}
@@ -92,18 +93,7 @@ def failures(ex: Exercise, cases: list, key: bytes, payload, site: Path, start: 
             got.update(_run(ex, {i: drawn[i]}, code, script + [str(limit)], start, deadline, memory=[limit]))
     else:  # one process for all: the model served from here
         got = _run(ex, {i: drawn[i] for i in at}, code, script + ["-1"], start, deadline, served=True)
-    out = {}
-    for i in at:
-        twin, result = drawn[i], got.get(i)
-        if result is None:
-            out[i] = f"{AGAIN}, it stopped without a result (a crash, or out of time)"
-        elif over_memory(result) is not None:
-            out[i] = result
-        elif isinstance(result, str):
-            out[i] = f"{AGAIN}: {result[:300]}"
-        elif not close(ex, result, as_outputs(ex.reference(**twin))):
-            out[i] = f"{AGAIN}, its outputs differ from the reference's there"
-    return out
+    return {i: Alone(drawn[i], got.get(i)) for i in at}
 
 
 def _run(ex: Exercise, twins_at: dict, code: str, argv: list, start: Start, deadline: float | None,
@@ -123,7 +113,7 @@ def _run(ex: Exercise, twins_at: dict, code: str, argv: list, start: Start, dead
         reply = converse(process, stop, json.dumps(spec), _server(tables) if served else None, seconds)
     try:
         results = decode_results(reply)
-    except (KeyError, ValueError, TypeError, AttributeError):
+    except ValueError:
         return {}
     return dict(zip(order, results)) if len(results) == len(order) else {}
 

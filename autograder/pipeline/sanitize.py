@@ -44,15 +44,14 @@ from __future__ import annotations
 
 from html import escape
 
-import nbformat
 import nh3
 from nbconvert.filters.markdown_mistune import MarkdownWithMath, markdown2html_mistune
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograder.header import header_cells
-from autograder.paths import SOLUTIONS
 from autograder.pipeline import mathml
-from autograder.pipeline.plan import GRADED
+from autograder.pipeline.assignment import NoSuchAssignment, source
+from autograder.pipeline.plan import PLAN
 
 KEEP = {"text/plain", "image/png", "image/jpeg", "image/gif"}
 C0_AND_SPACE = "".join(map(chr, range(33)))
@@ -110,11 +109,11 @@ def _course_text(resources) -> set[str]:
     """The sources of the assignment's own markdown and raw cells, its header's included."""
     info = resources.get("nbgrader", {})
     assignment, notebook = info.get("assignment", ""), info.get("notebook", "")
-    path = SOLUTIONS / assignment / f"{notebook}.ipynb"
-    if not path.is_file():
+    try:
+        own = source(assignment, notebook).text
+    except NoSuchAssignment:
         return set()
-    cells = header_cells(assignment, notebook) + nbformat.read(path, as_version=4).cells
-    return {c.source for c in cells if c.cell_type != "code"}
+    return own | {c.source for c in header_cells(assignment, notebook) if c.cell_type != "code"}
 
 
 def _sizes(metadata) -> dict:
@@ -150,7 +149,8 @@ class SanitizeOutputs(NbGraderPreprocessor):
         # it, which would run the JavaScript a widget model names (anywidget's _esm, say)
         nb.metadata.pop("widgets", None)
         course = _course_text(resources)
-        judged = resources.get("autograder", {}).get(GRADED, {})  # their outputs are the judge's
+        made = resources.get("autograder", {}).get(PLAN)
+        judged = made.graded if made else {}  # their outputs are the judge's
         for i, cell in enumerate(nb.cells):
             if cell.cell_type == "code" and i not in judged:
                 for output in cell.get("outputs", []):

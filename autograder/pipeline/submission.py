@@ -30,7 +30,8 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
 
-from autograder.paths import SOLUTIONS
+from autograder.paths import RELEASE
+from autograder.pipeline.assignment import assignments, notebooks, source as read_source
 from autograder.pipeline.skim import Cut, Limits, Skimmed, Unreadable, size_text, skim
 
 EXTRA_CELLS = 500  # cells a learner may add to the assignment's: scratch work, many times over
@@ -126,19 +127,17 @@ def _exercise_cell(cell) -> bool:
 
 
 def _other_assignment(ids: set[str], assignment: str) -> str | None:
-    for path in sorted(SOLUTIONS.glob("*/*.ipynb")):
-        if path.parent.name == assignment:
-            continue
-        theirs = {_grade_id(c) for c in nbformat.read(path, as_version=4).cells if _exercise_cell(c)}
-        if ids & theirs:
-            return f"{path.parent.name}/{path.name}"
+    for other in assignments():
+        for name in notebooks(other) if other != assignment else ():
+            if ids & read_source(other, name).owned:
+                return f"{other}/{name}"
     return None
 
 
 def prepare(path: Path, assignment: str, notebook_name: str) -> Prepared:
     """The notebook to grade for the file at ``path``, and notes on what was repaired."""
-    source = nbformat.read(SOLUTIONS / assignment / notebook_name, as_version=4)
-    release = Path(SOLUTIONS.parent / "notebooks" / assignment / notebook_name)
+    source = read_source(assignment, notebook_name).read()
+    release = RELEASE / assignment / notebook_name
     blank = nbformat.read(release, as_version=4) if release.exists() else source
     limits = Limits(cells=len(source.cells) + EXTRA_CELLS)
     try:

@@ -16,6 +16,7 @@ from exercise_bank import TEST_KEY
 from autograder.exercises.attention import EXERCISES
 from autograder.judge.diagnose import safe_outputs
 from autograder.judge.verdict import judge
+from autograder.kernel.transport import Raised
 from helpers import SOLUTIONS, claim, grade, mutant, solution_run
 
 SOLUTION = SOLUTIONS / "02_attention" / "attention.ipynb"
@@ -172,7 +173,7 @@ def test_every_registered_mistake_costs_points_and_is_named_by_the_judge(ex):
         results = []
         for case in cases:
             outputs = safe_outputs(mistake.wrong, case)
-            results.append("ValueError: shapes do not fit" if outputs is None else outputs)
+            results.append(Raised("ValueError: shapes do not fit") if outputs is None else outputs)
         verdict = judge(ex, cases, results)
         assert verdict.points < verdict.max_points, mistake.name
         assert any(mistake.name in m for m in verdict.messages), (mistake.name, verdict.messages)

@@ -22,7 +22,7 @@ def test_the_worker_grades_what_it_is_sent_not_a_file(tmp_path, monkeypatch):
     (folder / NAME).write_bytes((NOTEBOOKS / ASSIGNMENT / NAME).read_bytes())  # the blank file
     blank = grade.make_task(folder, "ada", ASSIGNMENT, NAME)
     assert isinstance(blank, Task) and blank.notes == []
-    monkeypatch.setenv(plan.KEY_ENV, str(tmp_path / "key"))  # as in a worker: where grade_task keeps the key
+    monkeypatch.setenv(plan.SECRET_ENV, str(tmp_path / "no secret in a worker"))
     solution = nbformat.read(SOLUTIONS / ASSIGNMENT / NAME, as_version=4)
     solution.cells.insert(0, new_markdown_cell("**Notes from the grader**"))
     sent = Task("ada", ASSIGNMENT, NAME, nbformat.writes(solution), ["a note"], blank.digest, None,
@@ -32,6 +32,7 @@ def test_the_worker_grades_what_it_is_sent_not_a_file(tmp_path, monkeypatch):
     assert outcome.notes == ["a note"] and outcome.digest == blank.digest
     assert outcome.scores and all(s > 0 for s in outcome.scores.values())  # the solution it was sent
     assert "Notes from the grader" in outcome.feedback
+    assert not (tmp_path / "no secret in a worker").exists()  # the cases came from the task's key
 
 
 def test_a_submission_that_cannot_be_prepared_fails_alone_and_says_why(tmp_path, monkeypatch):

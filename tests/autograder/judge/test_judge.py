@@ -7,7 +7,7 @@ import pytest
 from autograder.exercises import all_exercises, get, topics
 from autograder.judge.exercise import Exercise, Mistake, as_outputs, switchable
 from autograder.judge.verdict import judge
-from autograder.kernel.transport import NOT_IMPLEMENTED
+from autograder.kernel.transport import NOT_IMPLEMENTED, Raised
 from exercise_bank import TEST_KEY
 
 
@@ -79,7 +79,7 @@ def test_partial_credit_and_location_of_the_first_difference():
 
 
 def test_wrong_shape_and_errors_are_reported():
-    v = judge(EX, CASES, [(np.zeros(2),)] * 4 + ["ValueError: boom"])
+    v = judge(EX, CASES, [(np.zeros(2),)] * 4 + [Raised("ValueError: boom")])
     text = " ".join(v.messages)
     assert v.points == 0 and "shape (2,)" in text and "ValueError: boom" in text
 

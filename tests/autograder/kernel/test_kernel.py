@@ -4,6 +4,7 @@ import time
 import numpy as np
 
 from autograder.kernel import cases as kernel
+from autograder.kernel.transport import COUNTED, OverMemory
 
 
 def _run(monkeypatch, source, seconds=0.5):
@@ -25,14 +26,14 @@ def test_a_case_that_waits_is_not_stopped_by_the_cpu_limit(monkeypatch):
 def test_an_endless_loop_is_stopped_after_its_cpu_seconds(monkeypatch):
     start = time.process_time()
     [result] = _run(monkeypatch, "def f(x):\n    while True:\n        pass\n")
-    assert result.startswith("did not finish within") and "endless loop" in result
+    assert result.text.startswith("did not finish within") and "endless loop" in result.text
     assert time.process_time() - start < 5
 
 
 def test_a_case_that_waits_forever_is_stopped_by_the_clock(monkeypatch):
     start = time.monotonic()
     [result] = _run(monkeypatch, "import time\ndef f(x):\n    time.sleep(60)\n", seconds=0.25)
-    assert "waiting" in result, result
+    assert "waiting" in result.text, result
     assert time.monotonic() - start < 10
 
 
@@ -45,7 +46,7 @@ def test_a_graded_exercise_that_waits_stops_within_its_budget_on_the_clock(monke
     start = time.monotonic()
     results = kernel.run_cases(scope, "f", None, [{"x": np.ones(3)}] * 3, budget=1.0)
     assert time.monotonic() - start < 5
-    assert "waiting" in results[0] and results[-1].startswith("not run"), results
+    assert "waiting" in results[0].text and results[-1].text.startswith("not run"), results
 
 
 def _changed(source, case):
@@ -79,7 +80,7 @@ def test_a_long_case_over_its_memory_limit_reports_its_peak():
          "def g(x):\n    return x + 1\n", scope)
     case = [{"x": np.ones(3)}]
     [over] = kernel.run_cases(scope, "f", None, case, memory=[1 << 20])
-    assert kernel.OVER_MEMORY in over and int(over[len(kernel.OVER_MEMORY):]) >= 8_000_000
+    assert isinstance(over, OverMemory) and over.by == COUNTED and over.peak >= 8_000_000
     [fine] = kernel.run_cases(scope, "g", None, case, memory=[1 << 20])
     assert np.allclose(fine[0], 2)
     [unbounded] = kernel.run_cases(scope, "f", None, case, memory=[None])

@@ -20,13 +20,13 @@ ASSIGNMENT, NAME = "00_start_here", "start_here.ipynb"
 def test_a_course_grades_one_submission_after_another_drawing_the_cases_once_each(tmp_path, monkeypatch):
     drawn = []
     draw = plan.graded_cases
-    monkeypatch.setattr(plan, "graded_cases", lambda nb: drawn.append(1) or draw(nb))
+    monkeypatch.setattr(plan, "graded_cases", lambda nb, key: drawn.append(key) or draw(nb, key))
     course = ScratchCourse(ASSIGNMENT, tmp_path / "course")
-    full = course.grade(nbformat.read(SOLUTIONS / ASSIGNMENT / NAME, as_version=4), "ada", NAME)
-    assert len(drawn) == 1  # execution draws them; the judge is handed the same cases
-    blank = course.grade(nbformat.read(NOTEBOOKS / ASSIGNMENT / NAME, as_version=4), "ada", NAME,
+    full = course.grade(nbformat.read(SOLUTIONS / ASSIGNMENT / NAME, as_version=4), "ada", NAME, b"k" * 32)
+    assert drawn == [b"k" * 32]  # execution draws them from the key given; the judge is handed the same
+    blank = course.grade(nbformat.read(NOTEBOOKS / ASSIGNMENT / NAME, as_version=4), "ada", NAME, b"j" * 32,
                          feedback=False)
-    assert len(drawn) == 2
+    assert drawn == [b"k" * 32, b"j" * 32]
     max_points = {c.metadata.nbgrader.grade_id: c.metadata.nbgrader.points
                   for c in nbformat.read(SOLUTIONS / ASSIGNMENT / NAME, as_version=4).cells
                   if plan.recorded_exercise(c)}

@@ -26,9 +26,9 @@ def test_a_fault_is_an_error_output_that_names_its_cause():
 def test_the_sandboxed_run_records_each_graded_cell_and_hands_its_cases_on(tmp_path, monkeypatch):
     monkeypatch.setenv(plan.SECRET_ENV, str(tmp_path / "secret"))
     nb = nbformat.read(SOLUTIONS / ASSIGNMENT / f"{NAME}.ipynb", as_version=4)
-    drawn = plan.graded_cases(nb)
+    drawn = plan.graded_cases(nb, plan.submission_key(nb))
     nb, resources = SandboxedExecute().preprocess(nb, {"nbgrader": {"assignment": ASSIGNMENT, "notebook": NAME}})
-    handed = resources["autograder"][plan.GRADED]
+    handed = resources["autograder"][plan.PLAN].graded
     assert sorted(handed) == sorted(drawn)
     for i, (ex, cases) in handed.items():
         assert ex is drawn[i][0] and len(cases) == len(drawn[i][1])

@@ -8,7 +8,7 @@ from autograder.grading import read_results
 from autograder.judge.verdict import Verdict
 from autograder.pipeline.course import Graded
 from autograder.pipeline.judge_outputs import VERDICT, JudgeOutputs, recorded_verdict, verdict_outputs
-from autograder.pipeline.plan import GRADED, recorded_exercise
+from autograder.pipeline.plan import PLAN, Plan, recorded_exercise
 from autograder.pipeline.sanitize import SanitizeOutputs
 
 from helpers import SOLUTIONS
@@ -46,7 +46,7 @@ def test_sanitizing_keeps_the_judges_verdict_and_drops_one_a_learner_displays():
         "display_data", data={VERDICT: forged, "text/plain": "2.0"})])
     nb = new_notebook(cells=[judged, learner])
     SanitizeOutputs().preprocess(nb, {"nbgrader": {"assignment": ASSIGNMENT, "notebook": "start_here"},
-                                      "autograder": {GRADED: {0: None}}})
+                                      "autograder": {PLAN: Plan(b"", {0: None})}})
     assert recorded_verdict(judged)["points"] == 0.0
     assert VERDICT not in learner.outputs[0].data and learner.outputs[0].data["text/plain"] == "2.0"
 

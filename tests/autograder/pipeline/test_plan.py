@@ -57,14 +57,14 @@ def test_threads_that_make_the_secret_at_once_all_get_the_same_one(tmp_path, mon
 
 def test_the_cases_follow_the_code_and_the_secret_never_the_outputs(tmp_path, monkeypatch):
     monkeypatch.setenv(plan.SECRET_ENV, str(tmp_path / "secret"))
-    monkeypatch.delenv(plan.KEY_ENV, raising=False)
     nb = nbformat.read(NB, as_version=4)
-    graded = plan.graded_cases(nb)
+    graded = plan.graded_cases(nb, plan.submission_key(nb))
     assert sorted(graded) == [i for i, c in enumerate(nb.cells) if plan.recorded_exercise(c)]
     assert all(ex.id == plan.recorded_exercise(nb.cells[i]) for i, (ex, _) in graded.items())
 
     def cases():
-        return json.dumps([encode_value(c) for _, c in plan.graded_cases(nb).values()], sort_keys=True)
+        return json.dumps([encode_value(c) for _, c in plan.graded_cases(nb, plan.submission_key(nb)).values()],
+                          sort_keys=True)
 
     drawn = cases()
     nb.cells[0].outputs = [new_output("stream", text="anything")]
@@ -78,9 +78,10 @@ def test_the_cases_follow_the_code_and_the_secret_never_the_outputs(tmp_path, mo
     assert cases() != drawn  # another course's secret: other cases
 
 
-def test_a_worker_draws_from_the_key_it_is_given_without_the_secret(tmp_path, monkeypatch):
+def test_the_cases_are_drawn_from_the_key_given_without_the_secret(tmp_path, monkeypatch):
     monkeypatch.setenv(plan.SECRET_ENV, str(tmp_path / "no secret here"))
-    (tmp_path / "key").write_bytes(b"k" * 32)
-    monkeypatch.setenv(plan.KEY_ENV, str(tmp_path / "key"))
-    assert plan.submission_key(nbformat.read(NB, as_version=4)) == b"k" * 32
+    nb = nbformat.read(NB, as_version=4)
+    one, other = plan.graded_cases(nb, b"k" * 32), plan.graded_cases(nb, b"j" * 32)
     assert not (tmp_path / "no secret here").exists()
+    assert [encode_value(c) for _, c in one.values()] == [encode_value(c) for _, c in plan.graded_cases(nb, b"k" * 32).values()]
+    assert [encode_value(c) for _, c in one.values()] != [encode_value(c) for _, c in other.values()]

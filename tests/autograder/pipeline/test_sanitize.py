@@ -22,7 +22,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_output, new_raw_ce
 
 from autograder.pipeline.feedback import FeedbackExporter
 from autograder.pipeline.mathml import markdown_to_html
-from autograder.pipeline.plan import GRADED
+from autograder.pipeline.plan import PLAN, Plan
 from autograder.pipeline.sanitize import NOT_SHOWN, SanitizeOutputs, clean, markdown_as_html
 
 from helpers import CHROMIUM, SOLUTIONS, chromium
@@ -164,7 +164,7 @@ def _learner_notebook():
 @pytest.fixture(scope="module")
 def sanitized():
     nb = _learner_notebook()
-    resources = {"nbgrader": {"assignment": ASSIGNMENT, "notebook": NOTEBOOK}, "autograder": {GRADED: {}}}
+    resources = {"nbgrader": {"assignment": ASSIGNMENT, "notebook": NOTEBOOK}, "autograder": {PLAN: Plan(b"", {})}}
     SanitizeOutputs().preprocess(nb, resources)
     return nb
 

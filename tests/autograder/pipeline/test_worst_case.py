@@ -22,6 +22,7 @@ from nbformat.v4 import new_code_cell
 
 from autograder.grading import DEADLINE, run_budget
 from autograder.pipeline.course import ScratchCourse
+from autograder.pipeline.plan import submission_key
 from autograder.pipeline.submission import prepare
 from helpers import REPO, SOLUTIONS, outputs_as_saved, padded_notebook, saved_outputs
 
@@ -167,7 +168,7 @@ def test_reading_a_huge_file_leaves_its_cells_less_time_to_run(tmp_path):
     nb = nbformat.read(SOLUTION, as_version=4)
     nb.cells.append(new_code_cell("import time\ntime.sleep(60)"))
     graded = ScratchCourse("00_start_here", tmp_path / "course").grade(
-        nb, "learner", SOLUTION.name, feedback=False, time_budget=8)
+        nb, "learner", SOLUTION.name, submission_key(nb), feedback=False, time_budget=8)
     faults = [o["evalue"] for c in nbformat.reads(graded.autograded, as_version=4).cells
               if c.cell_type == "code" for o in c.outputs if o.get("ename") == "GradingFault"]
     budget = r"stopped: this cell ran longer than [1-8] s .*|not run: grading stopped after 8 s .*"
