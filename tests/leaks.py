@@ -23,6 +23,8 @@ import html as html_lib
 import json
 import re
 
+from pathlib import Path
+
 import nbformat
 import numpy as np
 
@@ -45,11 +47,21 @@ def notebook_text(nb: nbformat.NotebookNode) -> str:
     return "\n".join(c.source + "\n" + json.dumps(c.get("outputs", [])) for c in nb.cells)
 
 
-def hidden_values(nb: nbformat.NotebookNode) -> list[np.ndarray]:
-    """The graded cases of the autograded notebook ``nb`` and the reference's answers, each
-    array flattened to its finite non-integer values (integers, say token ids, say nothing)."""
+def submitted_key(result) -> bytes:
+    """The key ``result``'s submission was graded with: that of its prepared notebook."""
+    from autograder.grading import _canonical_name
+    from autograder.pipeline.submission import prepare
+
+    path = Path(result.notebook)
+    return plan.submission_key(prepare(path, result.assignment, _canonical_name(path, result.assignment)).nb)
+
+
+def hidden_values(nb: nbformat.NotebookNode, key: bytes) -> list[np.ndarray]:
+    """The graded cases of the autograded notebook ``nb`` drawn from ``key`` and the
+    reference's answers, each array flattened to its finite non-integer values (integers, say
+    token ids, say nothing)."""
     arrays = []
-    for ex, cases in plan.graded_cases(nb).values():
+    for ex, cases in plan.graded_cases(nb, key).values():
         for case in cases:
             answers = as_outputs(ex.reference(**copy.deepcopy(case)))
             for value in [*case.values(), *answers]:
@@ -107,8 +119,9 @@ def leaks(result, html: str, own_code: bool) -> list[str]:
     """Everything the graded submission's feedback and autograded notebook give away."""
     nb = nbformat.reads(result.autograded, as_version=4)
     texts = {"feedback": page_text(html), "autograded notebook": notebook_text(nb)}
-    secrets = [plan.secret_key().decode(), plan.submission_key(nb).hex()]
-    values = hidden_values(nb)
+    key = submitted_key(result)
+    secrets = [plan.secret_key().decode(), key.hex()]
+    values = hidden_values(nb, key)
     assert values, "no hidden values drawn: the check would pass whatever the page says"
     found = ["feedback (its HTML): the secret or the key" for s in secrets if s in html]
     for where, text in texts.items():
@@ -123,6 +136,7 @@ def leaks(result, html: str, own_code: bool) -> list[str]:
 def planted(result, html: str) -> str:
     """``html`` with the first hidden array of ``result`` printed into it, as numpy prints it:
     what ``leaks`` must find (the test that it can)."""
-    array = next(a for a in hidden_values(nbformat.reads(result.autograded, as_version=4)) if len(a) >= RUN)
+    array = next(a for a in hidden_values(nbformat.reads(result.autograded, as_version=4), submitted_key(result))
+                 if len(a) >= RUN)
     return html.replace("</body>", f"<pre>{np.array2string(array[:6])}</pre></body>")
 

@@ -19,6 +19,7 @@ from autograder.judge.exercise import Exercise, Mistake, both
 from autograder.judge.explain import explain, output_kind
 from autograder.judge.features import in_words
 from autograder.kernel.hints import returned_tuple_hint
+from autograder.kernel.repair import Fix
 from autograder.kernel.transport import REFUSED, STOPPED, Listed, OverMemory, Raised, as_outputs
 
 
@@ -217,11 +218,18 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
         verdict.messages.append(mistake.message())
         verdict.kind = "listed"
     elif failing or raised:
-        def fix():
-            lines, message = _confirmed_fix(ex, wants, fixes)
+        found = _once(fixes)
+
+        def fix(edits: int = 1):
+            lines, message = _confirmed_fix(ex, wants, found(), edits)
             verdict.lines = lines
             return message
-        verdict.messages, verdict.kind = _unlisted(ex, failing, passing, raised, fix, deadline)
+
+        def partly():
+            lines, message = _one_edit_then_listed(ex, cases, wants, found())
+            verdict.lines = lines
+            return message
+        verdict.messages, verdict.kind = _unlisted(ex, failing, passing, raised, fix, deadline, partly)
     if verdict.changed:  # a fact, and often the cause (a residual that adds the changed x)
         verdict.messages.append(verdict.changed)
         verdict.kind = verdict.kind or "specific"
@@ -290,13 +298,16 @@ def _memory_message(ex: Exercise, case, over: OverMemory) -> str:
 
 
 def _unlisted(ex: Exercise, failing: list, passing: list, raised: list, fix,
-              deadline: float | None = None) -> tuple[list[str], str | None]:
+              deadline: float | None = None, partly=lambda: None) -> tuple[list[str], str | None]:
     """Messages for a wrong answer no registered mistake explains (nor the wrong dtype), and
-    their kind, in this order: differences of rounding size; one edit of the
-    learner's code that makes every case match (``fix()``); an output of zeros; one mutant of
-    the reference that fits every case, raising where the learner's code raised
-    (``explain``); two listed mistakes made together (``identify_pair``); the generic
-    diagnoses (``diagnose``). With no failing case (every wrong
+    their kind, in this order (the fewer changes first): differences of rounding size; one
+    edit of the learner's code that makes every case match (``fix()``); an output of zeros;
+    one mutant of the reference that fits every case, raising where the learner's code raised
+    (``explain``); two listed mistakes of one model made together (``identify_pair``); listed
+    mistakes that each explain some of the outputs (``identify_per_output``); a generic
+    diagnosis that says what the mistake is (``diagnose``); two edits of the learner's code
+    (``fix(2)``); one edit after which a listed mistake explains the rest (``partly()``); the
+    generic diagnosis of where it is. With no failing case (every wrong
     case raised an error), the fix alone: the error says the rest."""
     if not failing:
         fixed = fix()
@@ -319,7 +330,34 @@ def _unlisted(ex: Exercise, failing: list, passing: list, raised: list, fix,
         first, second = pair
         return [f"Looks like two mistakes at once. First, {first.name}: {first.hint} "
                 f"Second, {second.name}: {second.hint}"], "listed"
-    return diagnose(ex, failing, [c for c, _ in passing], raised, deadline)
+    per_output = identify_per_output(ex, failing, passing)
+    if per_output:
+        return per_output
+    generic = diagnose(ex, failing, [c for c, _ in passing], raised, deadline)
+    if generic[1] == "specific":  # one thing that says what the mistake is: before two edits
+        return generic
+    fixed = fix(2)
+    if fixed:
+        return [fixed], "specific"
+    fixed = partly()
+    if fixed:
+        return [fixed], "listed"
+    return generic
+
+
+def _once(fixes):
+    """``fixes`` as a function that computes them (the search of the check cell) at most once."""
+    kept = []
+
+    def found():
+        if not kept:
+            kept.append(list(fixes() if callable(fixes) else fixes or ()))
+        return kept[0]
+    return found
+
+
+def _as_fix(fix) -> Fix:
+    return fix if isinstance(fix, Fix) else Fix(*fix)
 
 
 _EDIT = re.compile(r"with `(.*)` in place of `(.*)`")
@@ -336,13 +374,18 @@ def _simplest(words: str) -> tuple:
     return (not (len(after) < len(before) and before.endswith(after[p:])), len(words))
 
 
-def _confirmed_fix(ex: Exercise, wants: list, fixes) -> tuple[tuple, str | None]:
+def _confirmed_fix(ex: Exercise, wants: list, fixes, edits: int = 1) -> tuple[tuple, str | None]:
     """(lines, message): the learner's line that one edit fixes, when that edit's outputs
     equal the reference's on every case, or the two lines where either of two edits does;
-    no message when no edit does, or edits of more lines do."""
-    fixes = fixes() if callable(fixes) else fixes
+    no message when no edit does, or edits of more lines do. ``edits`` 2: the two edits,
+    made together, that do (two mistakes), where exactly one pair of lines is found."""
+    fixes = [_as_fix(f) for f in fixes or ()]
+    if edits == 2:
+        return _confirmed_pair(ex, wants, fixes)
     good = {}  # line -> the words of each edit of it that makes every case match
-    for line, words, results in fixes or ():
+    for line, words, results, then, partial in fixes:
+        if then is not None or partial:
+            continue
         if len(results) == len(wants) and all(r is not None and close(ex, r, w) for r, w in zip(results, wants)):
             edits = good.setdefault(line, [])
             if words not in edits:
@@ -360,6 +403,108 @@ def _confirmed_fix(ex: Exercise, wants: list, fixes) -> tuple[tuple, str | None]
         return (a, b), (f"One of these lines of yours looks like the mistake: `{a}` ({wa}) or `{b}` ({wb}); "
                         "either change makes every case match.")
     return (), None
+
+
+def _matches_all(ex: Exercise, results: list, wants: list) -> bool:
+    return len(results) == len(wants) and all(r is not None and close(ex, r, w) for r, w in zip(results, wants))
+
+
+def _confirmed_pair(ex: Exercise, wants: list, fixes: list) -> tuple[tuple, str | None]:
+    """(lines, message) for two edits that, made together, make every case match; only where
+    all such pairs name the same two lines (with the same words)."""
+    pairs = {}  # (line, other line) -> the words of each pair of edits of them that fixes every case
+    for f in fixes:
+        if f.then is not None and _matches_all(ex, f.results, wants):
+            pairs.setdefault((f.line, f.then[0]), []).append((f.words, f.then[1]))
+    if len(pairs) != 1:
+        return (), None
+    ((line, other), said), = pairs.items()
+    words, other_words = min(said, key=lambda pair: (_simplest(pair[0]), _simplest(pair[1])))
+    if line == other:
+        return (line,), (f"This line of yours looks wrong in two places: `{line}`. With both changes, "
+                         f"every case matches: {words}, and {other_words}.")
+    return (line, other), (f"Two lines of yours look like two mistakes: `{line}` ({words}) and `{other}` "
+                           f"({other_words}); with both changes, every case matches.")
+
+
+def _one_edit_then_listed(ex: Exercise, cases: list, wants: list, fixes) -> tuple[tuple, str | None]:
+    """(lines, message) where one edit of the learner's line (a partial fix from the search)
+    leaves outputs that one listed mistake explains on every case it leaves failing, with no
+    case against it: the two mistakes, one named by its line, the other by the list."""
+    told = {}
+    for fix in (_as_fix(f) for f in fixes or ()):
+        if not fix.partial or len(fix.results) != len(cases) or any(r is None for r in fix.results):
+            continue
+        failing = [(c, r, w) for c, r, w in zip(cases, fix.results, wants) if not close(ex, r, w)]
+        passing = [(c, r) for c, r, w in zip(cases, fix.results, wants) if close(ex, r, w)]
+        if not failing or sum(int(np.size(w)) for _, _, want in failing for w in want) < 3:
+            continue
+        mistake = identify_mistake(ex, failing, passing)
+        if mistake is not None:
+            told.setdefault(mistake.name, (fix, mistake))
+    if len(told) != 1:  # none, or edits that leave different mistakes: no claim
+        return (), None
+    (fix, mistake), = told.values()
+    return (fix.line,), (f"Looks like two mistakes at once. One is this line of yours: `{fix.line}` "
+                         f"({fix.words}). With that changed, your code behaves like {mistake.name}: {mistake.hint}")
+
+
+def identify_per_output(ex: Exercise, failing: list, passing: list = ()) -> tuple[list[str], str] | None:
+    """(messages, kind) where listed mistakes, each matching the learner's numbers on every
+    output it changes (``_touched``), together explain every wrong output: two mistakes in
+    different outputs (`dQ` from one, `dV` from another). Where one mistake explains some
+    wrong outputs and none explains the rest: that one, and which outputs still differ. No
+    claim where two covers differ, or where fewer than three numbers back a mistake."""
+    if len(ex.output_names) < 2 or not failing:
+        return None
+    wrong = {k for _, got, want in failing if len(got) == len(want)
+             for k, ok in enumerate(close_per_output(ex, got, want)) if not ok}
+    if len(wrong) < 2:
+        return None
+    explaining = []  # (mistake, the outputs it changes and explains)
+    for mistake in ex.mistakes:
+        if mistake.wrong is None:
+            continue
+        touched = _touched(ex, mistake, failing, passing)
+        if touched and touched <= wrong:
+            explaining.append((mistake, touched))
+    covers = [(a, b) for i, a in enumerate(explaining) for b in explaining[i + 1:]
+              if not a[1] & b[1] and a[1] | b[1] == wrong]
+    names = lambda ks: " and ".join(f"`{ex.name_of(k)}`" for k in sorted(ks))  # noqa: E731
+    if len(covers) == 1:
+        (first, ks), (second, ls) = covers[0]
+        return [f"Looks like two mistakes at once, in different outputs. In {names(ks)}: {first.name}: "
+                f"{first.hint} In {names(ls)}: {second.name}: {second.hint}"], "listed"
+    if covers or len({frozenset(ks) for _, ks in explaining}) != 1:
+        return None  # several covers, or parts that say different things: no claim
+    mistake, ks = explaining[0]
+    if len({m.name for m, _ in explaining}) != 1:
+        return None
+    return [f"One of the mistakes, in {names(ks)}: {mistake.name}: {mistake.hint} "
+            f"With that fixed, {names(wrong - ks)} still differ{'s' if len(wrong - ks) == 1 else ''}."], "listed"
+
+
+def _touched(ex: Exercise, mistake, failing: list, passing: list) -> set[int]:
+    """The outputs ``mistake`` changes on the failing cases, if on every case (failing and
+    passing alike) its numbers equal the learner's on each output it changes and at least
+    three numbers back it; else the empty set."""
+    touched, backing = set(), 0
+    for case, got, want in failing:
+        model = safe_outputs(mistake.wrong, case)
+        if model is None or len(model) != len(want) or len(got) != len(want):
+            return set()
+        moved = [k for k, ok in enumerate(close_per_output(ex, model, want)) if not ok]
+        same = close_per_output(ex, got, model, equal_nan=True)
+        if not all(same[k] for k in moved):
+            return set()
+        touched |= set(moved)
+        backing += sum(int(np.size(want[k])) for k in moved)
+    for case, got in passing:  # there the learner's is the reference: a mistake that moves it is not theirs
+        model = safe_outputs(mistake.wrong, case)
+        if model is not None and len(model) == len(got) and not all(close_per_output(ex, got, model, equal_nan=True)) \
+                and all(np.isfinite(m).all() for m in model if m.dtype.kind in "fc"):
+            return set()
+    return touched if backing >= 3 else set()
 
 
 def _all_zeros(ex: Exercise, failing: list) -> str | None:

@@ -25,6 +25,7 @@ import copy
 import re
 import time
 import types
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,9 +34,25 @@ from autograder.kernel.contained import Overtime, call_within, in_child
 from autograder.kernel.operators import changes, compile_changed, parsed_def, replaced, slots_of
 from autograder.kernel.transport import as_outputs, decode_array, encode_array
 
+
+class Fix(NamedTuple):
+    """An edit of the learner's line ``line`` (``words``: what to change) with the code's
+    outputs on the graded cases after it (``results``, per case, None where it raised);
+    ``then``: (line, words) of a second edit made with it; ``partial``: the edit sets part of
+    the probes right, not all (the judge may find the rest a listed mistake)."""
+    line: str
+    words: str
+    results: list
+    then: tuple | None = None
+    partial: bool = False
+
 SEARCH_SECONDS = 3.0  # CPU seconds for the whole search in the graded cell
 CHECK_SECONDS = 0.8   # in the check cell, which answers within 2 s
 MAX_FIXES = 3         # fixes kept (the judge names one only if they agree on the line)
+PARTS = 3             # edits that fix part of the probes, from which a second edit is searched
+FIRST_SHARE = 0.6     # of the search's time, for single edits when none fixes every probe
+PART = 0.25           # the share of a probe's elements an edit must set right to fix part,
+HALF = 0.5            # or the share of the error it may leave
 MAX_TEXT = 300        # characters of a fix's words or line
 SHORT = 12            # an expression shorter than this is shown with what holds it,
 LONG = 60             # if that is not longer than this
@@ -195,6 +212,10 @@ def _describe(site, nodes, parents, lines, host: str, main: str) -> tuple[str, s
 
 def _search(namespace: dict, function: str, call: str | None, probes: list, wants: list,
             cases: list, rtol: float, atol: float, deadline: float) -> list[dict]:
+    """The single edits that fix every probe; failing that, edits of two lines together that
+    do, searched from the edits that fix part (``_partly``, the first ``FIRST_SHARE`` of the
+    time); failing that, those partial edits (``partial``), for the judge to hold against the
+    listed mistakes."""
     view = dict(namespace)  # the learner's functions see each other through this copy
     own = {}
     for fn in learner_functions(namespace, function):
@@ -206,8 +227,24 @@ def _search(namespace: dict, function: str, call: str | None, probes: list, want
     if not failing:
         return []
     order = failing + [i for i in range(len(probes)) if i not in failing]
+    first = failing[0]
+    before = _matching(base[first], wants[first], rtol, atol)
     keys = sorted(_keys(probes))
-    found = []
+    found, partly = [], []  # partly: (score, name, site, said) of edits that fix part
+    first_end = time.process_time() + FIRST_SHARE * max(0.0, deadline - time.process_time())
+
+    def fixed_by(name, fn, tree, slots, site) -> tuple[bool, tuple | None]:
+        """(whether ``site`` fixes every probe, its score where it fixes part)."""
+        view[name] = compile_changed(fn, tree, slots, site, globs=view)
+        got = _outputs(view, function, call, probes[first])
+        if not _close(got, wants[first], rtol, atol):
+            return False, _better(_matching(got, wants[first], rtol, atol), before)
+        for n, i in enumerate(order[1:], start=1):
+            if time.process_time() > deadline or \
+                    not _close(_outputs(view, function, call, probes[i]), wants[i], rtol, atol):
+                return False, ((3, n) if i in failing else None)
+        return True, None
+
     for name, fn in own.items():
         parsed = parsed_def(fn)
         if parsed is None:
@@ -217,26 +254,139 @@ def _search(namespace: dict, function: str, call: str | None, probes: list, want
         parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
         names = {n.id for n in nodes if isinstance(n, ast.Name)}
         for site in changes(tree, names, repair=True, keys=keys):
-            if time.process_time() > deadline:
-                return found
+            if time.process_time() > (first_end if partly and not found else deadline):
+                break  # nothing fixes it all yet, but something fixes part: a second edit next
             try:
-                view[name] = compile_changed(fn, tree, slots, site, globs=view)
-                if not all(time.process_time() < deadline and
-                           _close(_outputs(view, function, call, probes[i]), wants[i], rtol, atol) for i in order):
+                ok, score = fixed_by(name, fn, tree, slots, site)
+                if not ok and score is None:
                     continue
                 said = _describe(site, nodes, parents, lines, name, function)
-                if said is None or any(f["line"] == said[0] and f["words"] == said[1] for f in found):
+                if said is None:
                     continue
-                results = [_outputs(view, function, call, c) for c in cases]
-                found.append({"line": said[0][:MAX_TEXT], "words": said[1][:MAX_TEXT],
-                              "results": [None if r is None else [encode_array(a) for a in r] for r in results]})
+                if not ok:
+                    if all(p[3] != said for p in partly):
+                        partly = sorted(partly + [(score, name, site, said)], key=lambda p: p[0], reverse=True)[:PARTS]
+                    continue
+                if any(f["line"] == said[0] and f["words"] == said[1] for f in found):
+                    continue
+                found.append(_with_results(said, view, function, call, cases))
                 if len(found) >= MAX_FIXES:
                     return found
             except Exception:  # a change that does not compile
                 continue
             finally:
                 view[name] = own[name]
-    return found
+    if found or not partly:
+        return found
+    return _second_edits(partly, own, view, function, call, probes, wants, order, cases, keys,
+                         rtol, atol, deadline)
+
+
+def _matching(got, want, rtol: float, atol: float) -> tuple[int, float, float] | None:
+    """(outputs equal to the expected ones, the share of all expected elements matched, the
+    mean error relative to the expected values' mean size) of one probe's outputs; None where
+    they do not compare (raised, another number or shape)."""
+    if got is None or len(got) != len(want) or any(g.shape != w.shape or g.dtype.kind not in "biuf"
+                                                   for g, w in zip(got, want)):
+        return None
+    g64, w64 = [g.astype(np.float64) for g in got], [w.astype(np.float64) for w in want]
+    with np.errstate(all="ignore"):
+        same = [np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True) for g, w in zip(g64, w64)]
+        error = sum(float(np.sum(np.abs(g - w))) if np.isfinite(g).all() or not np.isfinite(w).all()
+                    else np.inf for g, w in zip(g64, w64))  # NaN where a number belongs: no nearer
+        size = sum(float(np.nansum(np.abs(w))) for w in w64)
+    total = sum(s.size for s in same)
+    if not total:
+        return None
+    return sum(bool(s.all()) for s in same), sum(int(s.sum()) for s in same) / total, error / (size or 1.0)
+
+
+def _better(now, before) -> tuple | None:
+    """How an edit's outputs on the first failing probe improve on the code's own (``_matching``),
+    as a score to rank the edits that may fix one of two mistakes: more outputs right (2),
+    a larger share of elements right (1), or half the error or less (0); None: no better."""
+    if now is None or before is None or now[0] < before[0] or now[1] < before[1]:
+        return None
+    if now[0] > before[0]:
+        return 2, now[0] - before[0]
+    if now[1] >= before[1] + PART:
+        return 1, now[1] - before[1]
+    if 0 < before[2] < np.inf and now[2] <= HALF * before[2]:
+        return 0, -now[2] / before[2]
+    return None
+
+
+def _with_results(said, view, function, call, cases, then=None, partial=False) -> dict:
+    """A fix as the graded cell reports it: the line, the change, its outputs on ``cases``."""
+    results = [_outputs(view, function, call, c) for c in cases]
+    fix = {"line": said[0][:MAX_TEXT], "words": said[1][:MAX_TEXT],
+           "results": [None if r is None else [encode_array(a) for a in r] for r in results]}
+    if then is not None:
+        fix["then"] = {"line": then[0][:MAX_TEXT], "words": then[1][:MAX_TEXT]}
+    if partial:
+        fix["partial"] = True
+    return fix
+
+
+def _second_edits(partly, own, view, function, call, probes, wants, order, cases, keys,
+                  rtol, atol, deadline) -> list[dict]:
+    """Edits of the learner's code made after one of the partial edits ``partly`` that,
+    together with it, fix every probe (two mistakes, two edits); else the partial edits
+    themselves, with their outputs on ``cases``."""
+    found = []
+    for _, name, site, said in partly:
+        fn = own[name]
+        tree, lines = parsed_def(fn)
+        once = _applied(tree, site)
+        nodes, slots = list(ast.walk(once)), slots_of(once)
+        parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
+        names = {n.id for n in nodes if isinstance(n, ast.Name)}
+        for second in changes(once, names, repair=True, keys=keys):
+            if time.process_time() > deadline:
+                break
+            try:
+                view[name] = compile_changed(fn, once, slots, second, globs=view)
+                if not all(time.process_time() < deadline and
+                           _close(_outputs(view, function, call, probes[i]), wants[i], rtol, atol) for i in order):
+                    continue
+                then = _describe(second, nodes, parents, lines, name, function)
+                if then is None or then == said:
+                    continue
+                found.append(_with_results(said, view, function, call, cases, then=then))
+                break  # one second edit per first: the judge names a pair only where it is the only one
+            except Exception:  # a change that does not compile
+                continue
+            finally:
+                view[name] = own[name]
+    if found:
+        return found[:MAX_FIXES]
+    out = []
+    for _, name, site, said in partly:  # what one edit explains: the judge looks at the rest
+        fn = own[name]
+        tree, _ = parsed_def(fn)
+        try:
+            view[name] = compile_changed(fn, tree, slots_of(tree), site, globs=view)
+            out.append(_with_results(said, view, function, call, cases, partial=True))
+        except Exception:
+            continue
+        finally:
+            view[name] = own[name]
+    return out
+
+
+def _applied(tree: ast.FunctionDef, site) -> ast.FunctionDef:
+    """A copy of ``tree`` with ``site`` applied (its line numbers kept, for the words)."""
+    if site.index == 0:
+        return ast.fix_missing_locations(copy.deepcopy(site.new))
+    once = copy.deepcopy(tree)
+    slot = slots_of(once)[site.index]
+    old = getattr(slot[0], slot[1]) if slot[2] is None else getattr(slot[0], slot[1])[slot[2]]
+    new = ast.fix_missing_locations(ast.copy_location(copy.deepcopy(site.new), old))
+    if slot[2] is None:
+        setattr(slot[0], slot[1], new)
+    else:
+        getattr(slot[0], slot[1])[slot[2]] = new
+    return once
 
 
 def fixes(namespace: dict, function: str, call: str | None, probes: list, wants: list, cases: list,
@@ -254,15 +404,18 @@ def fixes(namespace: dict, function: str, call: str | None, probes: list, wants:
     return found or []
 
 
-def decode_fixes(payload, n_cases: int) -> list[tuple[str, str, list]]:
-    """The fixes of a graded cell's payload as (line, words, per case: tuple of arrays or
-    None); fixes that are malformed are left out (the sandbox's data is not trusted)."""
+def decode_fixes(payload, n_cases: int) -> list[Fix]:
+    """The fixes of a graded cell's payload; fixes that are malformed are left out (the
+    sandbox's data is not trusted)."""
     out = []
     for fix in payload if isinstance(payload, list) else []:
         try:
             results = [None if r is None else tuple(decode_array(a) for a in r) for r in fix["results"]]
+            then = fix.get("then")
+            then = None if then is None else (str(then["line"])[:MAX_TEXT], str(then["words"])[:MAX_TEXT])
             if len(results) == n_cases:
-                out.append((str(fix["line"])[:MAX_TEXT], str(fix["words"])[:MAX_TEXT], results))
-        except (KeyError, TypeError, ValueError, AttributeError):
+                out.append(Fix(str(fix["line"])[:MAX_TEXT], str(fix["words"])[:MAX_TEXT], results, then,
+                               fix.get("partial") is True))
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
             continue
     return out[:MAX_FIXES]

@@ -33,7 +33,7 @@ from autograder.exercises import get
 from autograder.pipeline.plan import secret_key, secret_path
 from autograder.grading import grade_notebook
 from helpers import REPO, SOLUTIONS, grade
-from leaks import hidden_values, leaked_values, page_text
+from leaks import hidden_values, leaked_values, page_text, submitted_key
 
 SOLUTION = SOLUTIONS / "00_start_here" / "start_here.ipynb"
 MARKER = "agattack"  # in the command line of every process an attack starts
@@ -564,7 +564,8 @@ def test_nothing_the_learners_code_saw_of_a_hidden_case_reaches_the_report(tmp_p
     assert (softmax.points, jvp.points) == (2, 0), (softmax.messages, jvp.messages)
     assert says(jvp, "raised an error", "ValueError") and not says(jvp, "above it was"), jvp.messages
     page = (tmp_path / "report.html").read_text()
-    assert not leaked_values(page_text(page), hidden_values(nbformat.reads(result.autograded, as_version=4)))
+    assert not leaked_values(page_text(page), hidden_values(nbformat.reads(result.autograded, as_version=4),
+                                                            submitted_key(result)))
     kept = [o for c in nbformat.reads(result.autograded, as_version=4).cells for o in c.get("outputs", [])]
     assert any(o.get("ename") == "GradingFault" for o in kept) and any(o.get("name") == "stdout" for o in kept)
 
