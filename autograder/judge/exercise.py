@@ -31,9 +31,9 @@ Case = dict  # keyword arguments for one call: {"Q": array, "K": array, ..., "ma
 Outputs = tuple  # a tuple of numpy arrays, one per returned value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Mistake:
-    """One plausible wrong answer, recognised and named.
+    """One plausible wrong answer, recognised and named, declared with keywords only.
 
     ``wrong`` is a (trusted) implementation of the mistake: it takes a case's keyword
     arguments and returns what the mistaken code would return. The judge names the mistake

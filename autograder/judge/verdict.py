@@ -406,7 +406,8 @@ def identify_pair(ex: Exercise, failing: list, passing: list = (), deadline: flo
         for second in listed[i + 1:]:
             wrong = both(first.wrong, second.wrong)
             if wrong is not None:
-                pairs.append((first, second, Mistake(f"{first.name}; {second.name}", "", wrong)))
+                joint = Mistake(name=f"{first.name}; {second.name}", hint="", wrong=wrong)
+                pairs.append((first, second, joint))
     fits = []
     for first, second, joint in pairs:
         if deadline is not None and time.monotonic() > deadline:
