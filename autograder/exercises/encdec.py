@@ -652,23 +652,25 @@ def _greedy_with(next_log_probs, bos=1, eos=2, max_len=10, *, stop_at_eos=True,
     return np.array(tokens if keep_bos else tokens[1:], dtype=np.int64)
 
 
-@switchable
 def _on_table(decode, **changed):
     """A decoder on ``table_model(logp)``, with some of its keyword arguments overridden."""
     return lambda logp, **kw: decode(table_model(logp), **{**kw, **changed})
 
 
+_table_with = switchable(_on_table)  # its mistakes, two at once: ``verdict.identify_pair``
+
+
 GREEDY_MISTAKES = (
     Mistake(name="greedy that never stops at eos",
             hint="stop as soon as the chosen token is eos (and keep that eos in the result).",
-            wrong=_on_table(_greedy_with, stop_at_eos=False)),
+            wrong=_table_with(_greedy_with, stop_at_eos=False)),
     Mistake(name="greedy that returns bos too", hint="return only the generated tokens, after bos.",
-            wrong=_on_table(_greedy_with, keep_bos=True)),
+            wrong=_table_with(_greedy_with, keep_bos=True)),
     Mistake(name="eos left out of the result", hint="the generated tokens end with the eos that stopped "
-            "the loop.", wrong=_on_table(_greedy_with, keep_eos=False)),
+            "the loop.", wrong=_table_with(_greedy_with, keep_eos=False)),
     Mistake(name="one token short of max_len (bos counted)",
             hint="max_len counts the generated tokens, bos not included.",
-            wrong=_on_table(_greedy_with, bos_counted=True)),
+            wrong=_table_with(_greedy_with, bos_counted=True)),
 )
 
 
@@ -897,44 +899,44 @@ BEAM_MISTAKES = (
     Mistake(name="beam scores summed as probabilities instead of log-probabilities",
             hint="a sequence's score is the sum of the log-probabilities of its tokens (the log of "
                  "the product of their probabilities), not the sum of the probabilities.",
-            wrong=_on_table(_beam_with, probabilities=True)),
+            wrong=_table_with(_beam_with, probabilities=True)),
     Mistake(name="beam scores as products of probabilities",
             hint="keep each sequence's score as the sum of its tokens' log-probabilities: the product "
                  "of probabilities ranks the same while searching, but underflows on long outputs, "
                  "and the normalised score, sum / length ** alpha, is not that of a product.",
-            wrong=_on_table(_beam_with, product=True)),
+            wrong=_table_with(_beam_with, product=True)),
     Mistake(name="search stopped at the first finished output",
             hint="go on while live beams remain (up to max_len): a longer output found later can have "
                  "a better normalised score than the first one to finish.",
-            wrong=_on_table(_beam_with, stop_at_first=True)),
+            wrong=_table_with(_beam_with, stop_at_first=True)),
     Mistake(name="each beam's own best tokens kept, not the best of all",
             hint="rank every candidate of every beam together (scores[:, None] + log_probs, "
                  "flattened) and keep only the beam_size best overall: a top-beam_size per beam, all "
                  "kept, makes the beam grow beam_size times at every step, and the first beam_size "
                  "of them are the first beam's, not the best.",
-            wrong=_on_table(_beam_with, per_beam=True),
-            detect=any_of(*(_on_table(_beam_with, per_beam=how) for how in (True, "first")))),
+            wrong=_table_with(_beam_with, per_beam=True),
+            detect=any_of(*(_table_with(_beam_with, per_beam=how) for how in (True, "first")))),
     Mistake(name="each beam extended by its own best token only",
             hint="after the first step, rank every candidate of every beam together "
                  "(scores[:, None] + log_probs, flattened) and keep the beam_size best overall: "
                  "extending each beam by its own best token runs beam_size greedy searches side by "
                  "side, and one beam's second-best token can beat another beam's best.",
-            wrong=_on_table(_beam_with, per_beam="greedy")),
+            wrong=_table_with(_beam_with, per_beam="greedy")),
     Mistake(name="no length normalisation", hint="compare finished sequences by score / length ** alpha "
             "(length counts the tokens after bos, eos included) and return that score.",
-            wrong=_on_table(beam_search, alpha=0.0)),
+            wrong=_table_with(beam_search, alpha=0.0)),
     Mistake(name="finished beams extended", hint="a beam that produced eos is finished: set it aside "
-            "with its score and do not extend it.", wrong=_on_table(_beam_with, stop_at_eos=False),
-            detect=any_of(_on_table(_beam_with, stop_at_eos=False),
-                          *(_on_table(_beam_kept_live, until=until, pick=pick)
+            "with its score and do not extend it.", wrong=_table_with(_beam_with, stop_at_eos=False),
+            detect=any_of(_table_with(_beam_with, stop_at_eos=False),
+                          *(_table_with(_beam_kept_live, until=until, pick=pick)
                             for until in ("never", "best", "all") for pick in ("best", "normalised")))),
     Mistake(name="beam of width 1 (greedy)", hint="keep the beam_size best candidates at each step, "
-            "not only the best one.", wrong=_on_table(beam_search, beam_size=1)),
+            "not only the best one.", wrong=_table_with(beam_search, beam_size=1)),
     Mistake(name="bos counted in the length", hint="the length in score / length ** alpha counts the "
-            "generated tokens (eos included), not bos.", wrong=_on_table(_beam_with, extra_length=1)),
+            "generated tokens (eos included), not bos.", wrong=_table_with(_beam_with, extra_length=1)),
     Mistake(name="score returned before normalisation", hint="return the normalised score "
             "score / length ** alpha of the chosen sequence.",
-            wrong=_on_table(_beam_with, raw_score=True)),
+            wrong=_table_with(_beam_with, raw_score=True)),
 )
 
 
