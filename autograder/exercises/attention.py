@@ -197,41 +197,41 @@ FORWARD = Exercise(
     dims=_qkv_dims,
     equivalent=SOFTMAX_EQUIVALENT,
     mistakes=(
-        Mistake("softmax over the wrong axis",
-                "the weights sum to 1 over the queries instead of over the keys; "
-                "take the softmax along the last axis (axis=-1).", _over_queries),
-        Mistake("scaling by d_k instead of sqrt(d_k)",
-                "divide the scores by np.sqrt(d_k), the square root of the key size.",
-                _scaled_by_d_k),
-        Mistake("no scaling",
-                "divide the scores Q K^T by sqrt(d_k) before the softmax.", _unscaled),
-        Mistake("mask ignored",
-                "where the mask is False, set the score to -inf before the softmax.",
-                _mask_ignored),
-        Mistake("mask polarity inverted",
-                "True in the mask means 'may attend': keep those scores and set the "
-                "others to -inf.", _mask_inverted),
-        Mistake("mask applied by multiplying the scores",
-                "S * mask turns a masked score into 0, and exp(0) = 1 still gives that key "
-                "weight; set masked scores to -inf (np.where(mask, S, -np.inf)) instead.",
-                _mask_multiplied),
-        Mistake("the boolean mask added to the scores",
-                "S + mask adds 1 where a key is visible and 0 where it is masked, which hides "
-                "nothing; set the masked scores to -inf (np.where(mask, S, -np.inf)).",
-                _boolean_mask_added),
-        Mistake("mask applied after softmax",
-                "zeroing weights after the softmax leaves rows that no longer sum to 1; "
-                "set masked scores to -inf before the softmax instead.", _mask_after_softmax),
-        Mistake("a fully masked query gives NaN",
-                "when every key of a query is masked, the max is -inf and -inf - (-inf) is "
-                "NaN; give such rows weights 0 (and so output 0).", _nan_when_fully_masked),
-        Mistake("a fully masked query gets uniform weights",
-                "filling with a large negative number spreads a fully masked query evenly "
-                "over its keys; such a query should get weights 0.",
-                _uniform_when_fully_masked),
-        Mistake("no max-subtraction in the softmax",
-                "exp() overflows for large scores; subtract each row's maximum before "
-                "exponentiating.", _no_max_subtraction),
+        Mistake(name="softmax over the wrong axis",
+                hint="the weights sum to 1 over the queries instead of over the keys; "
+                     "take the softmax along the last axis (axis=-1).", wrong=_over_queries),
+        Mistake(name="scaling by d_k instead of sqrt(d_k)",
+                hint="divide the scores by np.sqrt(d_k), the square root of the key size.",
+                wrong=_scaled_by_d_k),
+        Mistake(name="no scaling",
+                hint="divide the scores Q K^T by sqrt(d_k) before the softmax.", wrong=_unscaled),
+        Mistake(name="mask ignored",
+                hint="where the mask is False, set the score to -inf before the softmax.",
+                wrong=_mask_ignored),
+        Mistake(name="mask polarity inverted",
+                hint="True in the mask means 'may attend': keep those scores and set the "
+                     "others to -inf.", wrong=_mask_inverted),
+        Mistake(name="mask applied by multiplying the scores",
+                hint="S * mask turns a masked score into 0, and exp(0) = 1 still gives that key "
+                     "weight; set masked scores to -inf (np.where(mask, S, -np.inf)) instead.",
+                wrong=_mask_multiplied),
+        Mistake(name="the boolean mask added to the scores",
+                hint="S + mask adds 1 where a key is visible and 0 where it is masked, which hides "
+                     "nothing; set the masked scores to -inf (np.where(mask, S, -np.inf)).",
+                wrong=_boolean_mask_added),
+        Mistake(name="mask applied after softmax",
+                hint="zeroing weights after the softmax leaves rows that no longer sum to 1; "
+                     "set masked scores to -inf before the softmax instead.", wrong=_mask_after_softmax),
+        Mistake(name="a fully masked query gives NaN",
+                hint="when every key of a query is masked, the max is -inf and -inf - (-inf) is "
+                     "NaN; give such rows weights 0 (and so output 0).", wrong=_nan_when_fully_masked),
+        Mistake(name="a fully masked query gets uniform weights",
+                hint="filling with a large negative number spreads a fully masked query evenly "
+                     "over its keys; such a query should get weights 0.",
+                wrong=_uniform_when_fully_masked),
+        Mistake(name="no max-subtraction in the softmax",
+                hint="exp() overflows for large scores; subtract each row's maximum before "
+                     "exponentiating.", wrong=_no_max_subtraction),
     ),
 )
 
@@ -265,21 +265,21 @@ CAUSAL_MASK = Exercise(
     output_names=("mask",),
     forbidden=FORBIDDEN,
     mistakes=(
-        Mistake("causal diagonal off by one: a query cannot see itself",
-                "query i may attend to keys 0..i, its own position included; "
-                "keep the diagonal.", _tril(-1)),
-        Mistake("causal diagonal off by one: a query sees the next key",
-                "query i may attend to keys 0..i and not to i+1; check the k of np.tril.",
-                _tril(1)),
-        Mistake("mask polarity inverted",
-                "True must mark the keys a query may see (the past and itself), "
-                "not the ones it must not.", lambda T: ~causal_mask(T)),
-        Mistake("upper triangle instead of lower",
-                "row i is query i: it may see columns j <= i, the lower triangle.",
-                lambda T: np.triu(np.ones((T, T), dtype=bool))),
-        Mistake("additive -inf mask instead of a boolean one",
-                "this exercise wants booleans (True = may attend); the additive form "
-                "M = np.where(mask, 0, -inf) is built from it.", detect=_additive_causal),
+        Mistake(name="causal diagonal off by one: a query cannot see itself",
+                hint="query i may attend to keys 0..i, its own position included; "
+                     "keep the diagonal.", wrong=_tril(-1)),
+        Mistake(name="causal diagonal off by one: a query sees the next key",
+                hint="query i may attend to keys 0..i and not to i+1; check the k of np.tril.",
+                wrong=_tril(1)),
+        Mistake(name="mask polarity inverted",
+                hint="True must mark the keys a query may see (the past and itself), "
+                     "not the ones it must not.", wrong=lambda T: ~causal_mask(T)),
+        Mistake(name="upper triangle instead of lower",
+                hint="row i is query i: it may see columns j <= i, the lower triangle.",
+                wrong=lambda T: np.triu(np.ones((T, T), dtype=bool))),
+        Mistake(name="additive -inf mask instead of a boolean one",
+                hint="this exercise wants booleans (True = may attend); the additive form "
+                     "M = np.where(mask, 0, -inf) is built from it.", detect=_additive_causal),
     ),
 )
 
@@ -320,18 +320,18 @@ PADDING_MASK = Exercise(
     output_names=("mask",),
     forbidden=FORBIDDEN,
     mistakes=(
-        Mistake("padding mask polarity inverted",
-                "True must mark the real tokens (positions < length), not the padding.",
-                lambda lengths, T: ~ref.padding_mask(lengths, T)),
-        Mistake("padding mask off by one",
-                "a sequence of length L has keys 0..L-1; position L is already padding.",
-                lambda lengths, T: ref.padding_mask(np.asarray(lengths) + 1, T)),
-        Mistake("query axis missing",
-                "return shape (B, 1, T) so the mask broadcasts over the queries of "
-                "scores (B, T_q, T).", detect=_padding_reshaped(lambda f: f.shape)),
-        Mistake("mask built along the query axis",
-                "shape (B, T, 1) masks queries; padding hides *keys*, the last axis: "
-                "(B, 1, T).", detect=_padding_reshaped(lambda f: f.shape + (1,))),
+        Mistake(name="padding mask polarity inverted",
+                hint="True must mark the real tokens (positions < length), not the padding.",
+                wrong=lambda lengths, T: ~ref.padding_mask(lengths, T)),
+        Mistake(name="padding mask off by one",
+                hint="a sequence of length L has keys 0..L-1; position L is already padding.",
+                wrong=lambda lengths, T: ref.padding_mask(np.asarray(lengths) + 1, T)),
+        Mistake(name="query axis missing",
+                hint="return shape (B, 1, T) so the mask broadcasts over the queries of "
+                     "scores (B, T_q, T).", detect=_padding_reshaped(lambda f: f.shape)),
+        Mistake(name="mask built along the query axis",
+                hint="shape (B, T, 1) masks queries; padding hides *keys*, the last axis: "
+                     "(B, 1, T).", detect=_padding_reshaped(lambda f: f.shape + (1,))),
     ),
 )
 
@@ -416,19 +416,20 @@ NUMERICAL_GRADIENT = Exercise(
     output_names=("grad", "x after the call"),
     forbidden=("course_lib.gradcheck", "torch"),
     mistakes=(
-        Mistake("one-sided difference",
-                "(f(x + eps) - f(x)) / eps has an error of order eps; use the central "
-                "difference (f(x + eps) - f(x - eps)) / (2 eps).", _difference_quotient(_one_sided)),
-        Mistake("divided by eps instead of 2 eps",
-                "the two evaluations are 2 eps apart.", _difference_quotient(_over_eps)),
-        Mistake("x not restored",
-                "put each entry back to its old value after the two evaluations.",
-                _difference_quotient(_not_restored)),
-        Mistake("copies of x changed, not x itself",
-                "the notebooks' losses ignore their argument and read the arrays themselves "
-                "(`loss = lambda _: ...`, as in §5 and §6): f sees a change only when you make it "
-                "in x. Change x[i] in place, evaluate f(x) at +eps and -eps, then put it back.",
-                _difference_quotient(_on_copies)),
+        Mistake(name="one-sided difference",
+                hint="(f(x + eps) - f(x)) / eps has an error of order eps; use the central "
+                     "difference (f(x + eps) - f(x - eps)) / (2 eps).",
+                wrong=_difference_quotient(_one_sided)),
+        Mistake(name="divided by eps instead of 2 eps",
+                hint="the two evaluations are 2 eps apart.", wrong=_difference_quotient(_over_eps)),
+        Mistake(name="x not restored",
+                hint="put each entry back to its old value after the two evaluations.",
+                wrong=_difference_quotient(_not_restored)),
+        Mistake(name="copies of x changed, not x itself",
+                hint="the notebooks' losses ignore their argument and read the arrays themselves "
+                     "(`loss = lambda _: ...`, as in §5 and §6): f sees a change only when you make it "
+                     "in x. Change x[i] in place, evaluate f(x) at +eps and -eps, then put it back.",
+                wrong=_difference_quotient(_on_copies)),
     ),
 )
 
@@ -497,28 +498,28 @@ BACKWARD = Exercise(
                 "attention_backward calls softmax_jvp(A, dA) with its default axis=-1, so "
                 "axis=axis is axis=-1"},
     mistakes=(
-        Mistake("softmax backward missing the sum term",
-                "the softmax Jacobian is diag(a) - a a^T: dS = A * (dA - sum(dA * A)), "
-                "the sum taken over each row.", _backward_with(lambda A, dA: A * dA)),
-        Mistake("only the diagonal of the softmax Jacobian (the sigmoid's derivative A(1 - A))",
-                "every weight of a row depends on every score of that row: the Jacobian is "
-                "diag(a) - a a^T, so dS = A * (dA - sum(dA * A)) over each row, not A * (1 - A) * dA.",
-                _backward_with(lambda A, dA: A * (1 - A) * dA)),
-        Mistake("softmax backward summed over the wrong axis",
-                "each row of A is one softmax: sum dA * A over the keys (axis=-1).",
-                _backward_with(lambda A, dA: softmax_jvp(A, dA, axis=-2))),
-        Mistake("dQ and dK swapped",
-                "dQ = dS K / sqrt(d_k) (a row per query), dK = dS^T Q / sqrt(d_k) (a row per key).",
-                _backward_with(softmax_jvp, lambda dS, Q, K, s: _dq_dk(dS, Q, K, s)[::-1])),
-        Mistake("dQ and dK unscaled",
-                "the scores are divided by sqrt(d_k), so dQ and dK are too.",
-                _backward_with(softmax_jvp, lambda dS, Q, K, s: _dq_dk(dS, Q, K, 1.0))),
-        Mistake("dK computed without transposing dS",
-                "S = Q K^T / sqrt(d_k), so dK = dS^T Q / sqrt(d_k): a row per key. dS @ Q only has "
-                "the right shape when T_q = T_k.",
-                _backward_with(softmax_jvp, lambda dS, Q, K, s: (dS @ K * s, dS @ Q * s))),
-        Mistake("dV computed with A instead of A^T",
-                "out = A V, so dV = A^T dout (a row per key).", _dv_without_transpose),
+        Mistake(name="softmax backward missing the sum term",
+                hint="the softmax Jacobian is diag(a) - a a^T: dS = A * (dA - sum(dA * A)), "
+                     "the sum taken over each row.", wrong=_backward_with(lambda A, dA: A * dA)),
+        Mistake(name="only the diagonal of the softmax Jacobian (the sigmoid's derivative A(1 - A))",
+                hint="every weight of a row depends on every score of that row: the Jacobian is "
+                     "diag(a) - a a^T, so dS = A * (dA - sum(dA * A)) over each row, not A * (1 - A) * dA.",
+                wrong=_backward_with(lambda A, dA: A * (1 - A) * dA)),
+        Mistake(name="softmax backward summed over the wrong axis",
+                hint="each row of A is one softmax: sum dA * A over the keys (axis=-1).",
+                wrong=_backward_with(lambda A, dA: softmax_jvp(A, dA, axis=-2))),
+        Mistake(name="dQ and dK swapped",
+                hint="dQ = dS K / sqrt(d_k) (a row per query), dK = dS^T Q / sqrt(d_k) (a row per key).",
+                wrong=_backward_with(softmax_jvp, lambda dS, Q, K, s: _dq_dk(dS, Q, K, s)[::-1])),
+        Mistake(name="dQ and dK unscaled",
+                hint="the scores are divided by sqrt(d_k), so dQ and dK are too.",
+                wrong=_backward_with(softmax_jvp, lambda dS, Q, K, s: _dq_dk(dS, Q, K, 1.0))),
+        Mistake(name="dK computed without transposing dS",
+                hint="S = Q K^T / sqrt(d_k), so dK = dS^T Q / sqrt(d_k): a row per key. dS @ Q only has "
+                     "the right shape when T_q = T_k.",
+                wrong=_backward_with(softmax_jvp, lambda dS, Q, K, s: (dS @ K * s, dS @ Q * s))),
+        Mistake(name="dV computed with A instead of A^T",
+                hint="out = A V, so dV = A^T dout (a row per key).", wrong=_dv_without_transpose),
     ),
 )
 
@@ -608,30 +609,30 @@ BACKWARD_COL = Exercise(
     output_names=("dA", "dB", "dC", "dX"),
     forbidden=FORBIDDEN,
     mistakes=(
-        Mistake("dA and dB swapped",
-                "c_it = q_i . k_t: dF/dq_i sums over t with k_t, so the first block of P "
-                "is K G^T / sqrt(d_k) and the second Q G / sqrt(d_k) (d_k = A.shape[0], the "
-                "blog's h).",
-                _col_backward_with(blocks=(1, 0, 2))),
-        Mistake("missing 1/sqrt(d_k) in dA and dB",
-                "c_it is divided by sqrt(d_k) (the blog's sqrt(h)), so are the first two blocks "
-                "of P.",
-                _col_backward_with(scale_qk=False)),
-        Mistake("softmax backward taken row-wise instead of column-wise",
-                "in the column form each *column* of Att is one softmax: sum over axis 0.",
-                _col_backward_with(jvp=lambda Att, G, axis: softmax_jvp(Att, G, axis=1))),
-        Mistake("softmax backward missing the sum term",
-                "G = Att * (V^T E) - Att * (column sums of Att * V^T E).",
-                _col_backward_with(jvp=_jvp_no_sum)),
-        Mistake("row-form habits in the column form",
-                "here Att[:, t] (a column) is one softmax and Z = V Att: the JVP sums over axis 0 "
-                "and dC = E Att^T X^T. Keep the blog's letters for this exercise (the mapping is "
-                "printed above it).",
-                _col_backward_with(jvp=lambda Att, G, axis: softmax_jvp(Att, G, axis=1),
+        Mistake(name="dA and dB swapped",
+                hint="c_it = q_i . k_t: dF/dq_i sums over t with k_t, so the first block of P "
+                     "is K G^T / sqrt(d_k) and the second Q G / sqrt(d_k) (d_k = A.shape[0], the "
+                     "blog's h).",
+                wrong=_col_backward_with(blocks=(1, 0, 2))),
+        Mistake(name="missing 1/sqrt(d_k) in dA and dB",
+                hint="c_it is divided by sqrt(d_k) (the blog's sqrt(h)), so are the first two blocks "
+                     "of P.",
+                wrong=_col_backward_with(scale_qk=False)),
+        Mistake(name="softmax backward taken row-wise instead of column-wise",
+                hint="in the column form each *column* of Att is one softmax: sum over axis 0.",
+                wrong=_col_backward_with(jvp=lambda Att, G, axis: softmax_jvp(Att, G, axis=1))),
+        Mistake(name="softmax backward missing the sum term",
+                hint="G = Att * (V^T E) - Att * (column sums of Att * V^T E).",
+                wrong=_col_backward_with(jvp=_jvp_no_sum)),
+        Mistake(name="row-form habits in the column form",
+                hint="here Att[:, t] (a column) is one softmax and Z = V Att: the JVP sums over axis 0 "
+                     "and dC = E Att^T X^T. Keep the blog's letters for this exercise (the mapping is "
+                     "printed above it).",
+                wrong=_col_backward_with(jvp=lambda Att, G, axis: softmax_jvp(Att, G, axis=1),
                                    values=lambda E, Att: E @ Att)),
-        Mistake("dX only through the values",
-                "X reaches the output through Q, K and V: dX = [A; B; C]^T P, all three blocks.",
-                _col_backward_with(dx_paths=(2,))),
+        Mistake(name="dX only through the values",
+                hint="X reaches the output through Q, K and V: dX = [A; B; C]^T P, all three blocks.",
+                wrong=_col_backward_with(dx_paths=(2,))),
     ),
 )
 
@@ -669,12 +670,13 @@ SPLIT_HEADS = Exercise(
     output_names=("heads",),
     forbidden=FORBIDDEN,
     mistakes=(
-        Mistake("heads split without transpose",
-                "reshape to (B, T, n_heads, d_k) first, then swap the T and n_heads axes; "
-                "reshaping straight to (B, n_heads, T, d_k) mixes tokens.", _split_without_transpose),
-        Mistake("heads interleaved",
-                "head j owns the contiguous features j*d_k .. (j+1)*d_k - 1: reshape to "
-                "(B, T, n_heads, d_k), not (B, T, d_k, n_heads).", _split_interleaved),
+        Mistake(name="heads split without transpose",
+                hint="reshape to (B, T, n_heads, d_k) first, then swap the T and n_heads axes; "
+                     "reshaping straight to (B, n_heads, T, d_k) mixes tokens.",
+                wrong=_split_without_transpose),
+        Mistake(name="heads interleaved",
+                hint="head j owns the contiguous features j*d_k .. (j+1)*d_k - 1: reshape to "
+                     "(B, T, n_heads, d_k), not (B, T, d_k, n_heads).", wrong=_split_interleaved),
     ),
 )
 
@@ -767,24 +769,24 @@ MULTI_HEAD = Exercise(
         "merge_heads: -2 -> 2 #2": "the heads are 4-D (x_q is (B, T_q, d_model) by the "
                                    "exercise's text), so x.shape[:2] is x.shape[:-2]"},
     mistakes=(
-        Mistake("heads split without transpose",
-                "use your split_heads: (B, T, d_model) -> (B, T, n_heads, d_k) -> "
-                "(B, n_heads, T, d_k).", _mha_with(split=_split_without_transpose)),
-        Mistake("heads concatenated without transposing back",
-                "before the reshape to (B, T, d_model), swap the head and time axes back "
-                "to (B, T, n_heads, d_k).", _mha_with(merge=_merge_without_transpose)),
-        Mistake("scaling by sqrt(d_model) instead of sqrt(d_k)",
-                "each head works in d_k = d_model / n_heads dimensions; scale by sqrt(d_k).",
-                _mha_with(divide_by=lambda x: np.sqrt(x.shape[-1]))),
-        Mistake("cross-attention keys taken from the decoder",
-                "keys and values come from x_kv (the encoder), only the queries from x_q.",
-                _mha_with(keys_from_q=True)),
-        Mistake("cross-attention keys and values taken from the decoder",
-                "keys and values come from x_kv (the encoder), only the queries from x_q.",
-                _mha_with(keys_from_q=True, values_from_q=True)),
-        Mistake("W_o missing",
-                "after concatenating the heads, project with W_o (Week 7, eq. (5)).",
-                _mha_with(output_projection=False)),
+        Mistake(name="heads split without transpose",
+                hint="use your split_heads: (B, T, d_model) -> (B, T, n_heads, d_k) -> "
+                     "(B, n_heads, T, d_k).", wrong=_mha_with(split=_split_without_transpose)),
+        Mistake(name="heads concatenated without transposing back",
+                hint="before the reshape to (B, T, d_model), swap the head and time axes back "
+                     "to (B, T, n_heads, d_k).", wrong=_mha_with(merge=_merge_without_transpose)),
+        Mistake(name="scaling by sqrt(d_model) instead of sqrt(d_k)",
+                hint="each head works in d_k = d_model / n_heads dimensions; scale by sqrt(d_k).",
+                wrong=_mha_with(divide_by=lambda x: np.sqrt(x.shape[-1]))),
+        Mistake(name="cross-attention keys taken from the decoder",
+                hint="keys and values come from x_kv (the encoder), only the queries from x_q.",
+                wrong=_mha_with(keys_from_q=True)),
+        Mistake(name="cross-attention keys and values taken from the decoder",
+                hint="keys and values come from x_kv (the encoder), only the queries from x_q.",
+                wrong=_mha_with(keys_from_q=True, values_from_q=True)),
+        Mistake(name="W_o missing",
+                hint="after concatenating the heads, project with W_o (Week 7, eq. (5)).",
+                wrong=_mha_with(output_projection=False)),
     ),
 )
 

@@ -124,23 +124,23 @@ def _merge_from_the_right(word, pair, new_id):
 
 
 MERGE_MISTAKES = (
-    Mistake("BPE ties broken the other way (largest pair)",
-            "when several pairs are equally frequent, take the smallest: "
-            "min(counts, key=lambda pair: (-counts[pair], pair)).",
-            _learn_with(lambda pairs: max(pairs, key=lambda p: (pairs[p], p)))),
-    Mistake("BPE ties broken by first occurrence",
-            "max(counts, key=counts.get) keeps the pair seen first; the rule is the smallest "
-            "pair among the most frequent: min(counts, key=lambda pair: (-counts[pair], pair)).",
-            _learn_with(lambda pairs: max(pairs, key=pairs.get))),
-    Mistake("BPE counts ignored (each chunk counted once)",
-            "a chunk that occurs n times contributes n to each of its pairs: weight by counts[i].",
-            _learn_with(_smallest, weighted=False)),
-    Mistake("a repeated pair counted once per chunk",
-            "count every adjacent position: 'aaa' holds the pair (a, a) twice.",
-            _learn_with(_smallest, distinct=True)),
-    Mistake("chunks merged from the right",
-            "scan each chunk left to right, merging a pair where it starts: 'aaa' with (a, a) "
-            "becomes (X, a), not (a, X).", _learn_with(_smallest, merge=_merge_from_the_right)),
+    Mistake(name="BPE ties broken the other way (largest pair)",
+            hint="when several pairs are equally frequent, take the smallest: "
+                 "min(counts, key=lambda pair: (-counts[pair], pair)).",
+            wrong=_learn_with(lambda pairs: max(pairs, key=lambda p: (pairs[p], p)))),
+    Mistake(name="BPE ties broken by first occurrence",
+            hint="max(counts, key=counts.get) keeps the pair seen first; the rule is the smallest "
+                 "pair among the most frequent: min(counts, key=lambda pair: (-counts[pair], pair)).",
+            wrong=_learn_with(lambda pairs: max(pairs, key=pairs.get))),
+    Mistake(name="BPE counts ignored (each chunk counted once)",
+            hint="a chunk that occurs n times contributes n to each of its pairs: weight by counts[i].",
+            wrong=_learn_with(_smallest, weighted=False)),
+    Mistake(name="a repeated pair counted once per chunk",
+            hint="count every adjacent position: 'aaa' holds the pair (a, a) twice.",
+            wrong=_learn_with(_smallest, distinct=True)),
+    Mistake(name="chunks merged from the right",
+            hint="scan each chunk left to right, merging a pair where it starts: 'aaa' with (a, a) "
+                 "becomes (X, a), not (a, X).", wrong=_learn_with(_smallest, merge=_merge_from_the_right)),
 )
 
 
@@ -192,12 +192,12 @@ def _encode_with(**mistake):
 
 
 ENCODE_MISTAKES = (
-    Mistake("merges applied in the wrong order (reversed)",
-            "replay the merges in the order they were learned, merge 0 first: a later merge "
-            "joins tokens that earlier merges create.", _encode_with(reverse=True)),
-    Mistake("each merge applied only once per chunk",
-            "replace *every* occurrence of the pair, scanning left to right, before moving to "
-            "the next merge.", _encode_with(once=True)),
+    Mistake(name="merges applied in the wrong order (reversed)",
+            hint="replay the merges in the order they were learned, merge 0 first: a later merge "
+                 "joins tokens that earlier merges create.", wrong=_encode_with(reverse=True)),
+    Mistake(name="each merge applied only once per chunk",
+            hint="replace *every* occurrence of the pair, scanning left to right, before moving to "
+                 "the next merge.", wrong=_encode_with(once=True)),
 )
 
 BPE_FEATURES = shape_features(**{
@@ -228,27 +228,28 @@ def _shift_reference(target_ids, bos=1, eos=2):
 
 
 SHIFT_MISTAKES = (
-    Mistake("target not shifted", "the decoder input must not contain the token it is asked "
+    Mistake(name="target not shifted", hint="the decoder input must not contain the token it is asked "
             "to predict: tgt_in = [bos] + target, tgt_out = target + [eos].",
-            lambda target_ids, bos=1, eos=2: (_ids(target_ids, eos), _ids(target_ids, eos))),
-    Mistake("decoder input and target swapped",
-            "the decoder reads [bos] + target and predicts target + [eos].",
-            lambda target_ids, bos=1, eos=2: (_ids(target_ids, eos), _ids(bos, target_ids))),
-    Mistake("start token missing",
-            "the decoder input begins with bos: tgt_in = [bos] + target.",
-            lambda target_ids, bos=1, eos=2: (_ids(target_ids), _ids(target_ids, eos))),
-    Mistake("end token missing", "the target ends with eos, so the model learns to stop: "
+            wrong=lambda target_ids, bos=1, eos=2: (_ids(target_ids, eos), _ids(target_ids, eos))),
+    Mistake(name="decoder input and target swapped",
+            hint="the decoder reads [bos] + target and predicts target + [eos].",
+            wrong=lambda target_ids, bos=1, eos=2: (_ids(target_ids, eos), _ids(bos, target_ids))),
+    Mistake(name="start token missing",
+            hint="the decoder input begins with bos: tgt_in = [bos] + target.",
+            wrong=lambda target_ids, bos=1, eos=2: (_ids(target_ids), _ids(target_ids, eos))),
+    Mistake(name="end token missing", hint="the target ends with eos, so the model learns to stop: "
             "tgt_out = target + [eos].",
-            lambda target_ids, bos=1, eos=2: (_ids(bos, target_ids), _ids(target_ids))),
-    Mistake("start and end tokens swapped", "bos opens the decoder input, eos closes the target.",
-            lambda target_ids, bos=1, eos=2: (_ids(eos, target_ids), _ids(target_ids, bos))),
-    Mistake("start and end ids hard-coded",
-            "use the arguments bos and eos, not the numbers 1 and 2.",
-            lambda target_ids, bos=1, eos=2: _shift_reference(target_ids)),
-    Mistake("shifted within the target's own length",
-            "both sequences are one longer than the target: tgt_in = [bos] + target reads the "
-            "last target token too, and tgt_out = target + [eos] ends with eos.",
-            lambda target_ids, bos=1, eos=2: (_ids(bos, np.asarray(target_ids)[:-1]), _ids(target_ids))),
+            wrong=lambda target_ids, bos=1, eos=2: (_ids(bos, target_ids), _ids(target_ids))),
+    Mistake(name="start and end tokens swapped", hint="bos opens the decoder input, eos closes the target.",
+            wrong=lambda target_ids, bos=1, eos=2: (_ids(eos, target_ids), _ids(target_ids, bos))),
+    Mistake(name="start and end ids hard-coded",
+            hint="use the arguments bos and eos, not the numbers 1 and 2.",
+            wrong=lambda target_ids, bos=1, eos=2: _shift_reference(target_ids)),
+    Mistake(name="shifted within the target's own length",
+            hint="both sequences are one longer than the target: tgt_in = [bos] + target reads the "
+                 "last target token too, and tgt_out = target + [eos] ends with eos.",
+            wrong=lambda target_ids, bos=1, eos=2: (_ids(bos, np.asarray(target_ids)[:-1]),
+                                                    _ids(target_ids))),
 )
 SHIFT_FEATURES = shape_features(**{
     "an empty target": lambda c: len(c["target_ids"]) == 0,
@@ -307,7 +308,7 @@ def _same_masks(case, got, want):
 
 def _mask_mistake(name, hint, wrong):
     """Recognised whatever the shape, as long as it broadcasts to the same masks."""
-    return Mistake(name, hint, wrong,
+    return Mistake(name=name, hint=hint, wrong=wrong,
                    detect=lambda case, got, want: _same_masks(case, got, as_outputs(wrong(**case))))
 
 
@@ -329,10 +330,10 @@ def _causal(ids):
 
 
 MASK_MISTAKES = (
-    Mistake("masks right, shapes wrong",
-            "return the shapes of the signature: enc_mask and cross_mask (B, 1, 1, T_src), "
-            "dec_mask (B, 1, T, T), so that they broadcast over heads (and over queries).",
-            lambda **c: _full(c, _masks(**c)), detect=_same_masks),
+    Mistake(name="masks right, shapes wrong",
+            hint="return the shapes of the signature: enc_mask and cross_mask (B, 1, 1, T_src), "
+                 "dec_mask (B, 1, T, T), so that they broadcast over heads (and over queries).",
+            wrong=lambda **c: _full(c, _masks(**c)), detect=_same_masks),
     _mask_mistake("causal mask missing in the decoder",
                   "decoder position t must not see positions after t: combine the target's "
                   "padding mask with a lower-triangular (T, T) mask.",
@@ -397,22 +398,22 @@ def _embed_with(scale, positions=True, scale_positions=False):
 
 
 EMBED_MISTAKES = (
-    Mistake("embedding not scaled by sqrt(d_model)",
-            "multiply W_E[ids] by sqrt(d_model) before adding the positions (Week 7, §7, "
-            "\"Decoder stack\").",
-            _embed_with(lambda d: 1.0)),
-    Mistake("embedding scaled by d_model instead of sqrt(d_model)",
-            "the factor is the square root: np.sqrt(d_model).", _embed_with(lambda d: d)),
-    Mistake("embedding divided by sqrt(d_model)",
-            "multiply by sqrt(d_model), do not divide.", _embed_with(lambda d: d ** -0.5)),
-    Mistake("positions not added", "add the positional encoding of the first T positions, P[:T].",
-            _embed_with(np.sqrt, positions=False)),
-    Mistake("positions scaled by sqrt(d_model) too",
-            "only the token embedding is scaled: W_E[ids] * sqrt(d_model) + P[:T].",
-            _embed_with(np.sqrt, scale_positions=True)),
-    Mistake("positions scaled instead of the token embedding",
-            "the factor sqrt(d_model) belongs to the token embedding: W_E[ids] * sqrt(d_model) + P[:T].",
-            lambda ids, W_E, P: W_E[ids] + P[:ids.shape[1]] * np.sqrt(W_E.shape[1])),
+    Mistake(name="embedding not scaled by sqrt(d_model)",
+            hint="multiply W_E[ids] by sqrt(d_model) before adding the positions (Week 7, §7, "
+                 "\"Decoder stack\").",
+            wrong=_embed_with(lambda d: 1.0)),
+    Mistake(name="embedding scaled by d_model instead of sqrt(d_model)",
+            hint="the factor is the square root: np.sqrt(d_model).", wrong=_embed_with(lambda d: d)),
+    Mistake(name="embedding divided by sqrt(d_model)",
+            hint="multiply by sqrt(d_model), do not divide.", wrong=_embed_with(lambda d: d ** -0.5)),
+    Mistake(name="positions not added", hint="add the positional encoding of the first T positions, P[:T].",
+            wrong=_embed_with(np.sqrt, positions=False)),
+    Mistake(name="positions scaled by sqrt(d_model) too",
+            hint="only the token embedding is scaled: W_E[ids] * sqrt(d_model) + P[:T].",
+            wrong=_embed_with(np.sqrt, scale_positions=True)),
+    Mistake(name="positions scaled instead of the token embedding",
+            hint="the factor sqrt(d_model) belongs to the token embedding: W_E[ids] * sqrt(d_model) + P[:T].",
+            wrong=lambda ids, W_E, P: W_E[ids] + P[:ids.shape[1]] * np.sqrt(W_E.shape[1])),
 )
 EMBED_FEATURES = shape_features(**{"a single position (T = 1)": lambda c: c["ids"].shape[1] == 1,
                                    "d_model = 2": lambda c: c["W_E"].shape[1] == 2})
@@ -475,21 +476,21 @@ def _encoder_wired(residual=True, skip_from_input=False):
 
 
 ENCODER_MISTAKES = (
-    Mistake("encoder in Pre-LN order", "this block is Post-LN, as in the paper: "
+    Mistake(name="encoder in Pre-LN order", hint="this block is Post-LN, as in the paper: "
             "h = LN(x + attention(x)), out = LN(h + FFN(h)).",
-            lambda x, p, n_heads, mask=None: encoder_block(x, p, n_heads, mask, order="pre")),
-    Mistake("encoder mask ignored", "pass mask to the self-attention so no query looks at "
-            "source padding.", lambda x, p, n_heads, mask=None: encoder_block(x, p, n_heads)),
-    Mistake("encoder mask inverted", "True in the mask means 'may attend'; pass it as it is.",
-            lambda x, p, n_heads, mask=None:
+            wrong=lambda x, p, n_heads, mask=None: encoder_block(x, p, n_heads, mask, order="pre")),
+    Mistake(name="encoder mask ignored", hint="pass mask to the self-attention so no query looks at "
+            "source padding.", wrong=lambda x, p, n_heads, mask=None: encoder_block(x, p, n_heads)),
+    Mistake(name="encoder mask inverted", hint="True in the mask means 'may attend'; pass it as it is.",
+            wrong=lambda x, p, n_heads, mask=None:
                 encoder_block(x, p, n_heads, None if mask is None else ~mask)),
-    Mistake("residual connection missing", "each sublayer's input is added back before the "
-            "norm: LN(x + sublayer(x)).", _encoder_wired(residual=False)),
-    Mistake("second residual adds the block's input",
-            "the FFN's residual is its own input h = LN(x + attention(x)): out = LN(h + FFN(h)).",
-            _encoder_wired(skip_from_input=True)),
-    Mistake("layer norms swapped", "norm1 follows the attention, norm2 the FFN.",
-            lambda x, p, n_heads, mask=None: encoder_block(
+    Mistake(name="residual connection missing", hint="each sublayer's input is added back before the "
+            "norm: LN(x + sublayer(x)).", wrong=_encoder_wired(residual=False)),
+    Mistake(name="second residual adds the block's input",
+            hint="the FFN's residual is its own input h = LN(x + attention(x)): out = LN(h + FFN(h)).",
+            wrong=_encoder_wired(skip_from_input=True)),
+    Mistake(name="layer norms swapped", hint="norm1 follows the attention, norm2 the FFN.",
+            wrong=lambda x, p, n_heads, mask=None: encoder_block(
                 x, {**p, "norm1": p["norm2"], "norm2": p["norm1"]}, n_heads, mask)),
 )
 
@@ -538,44 +539,44 @@ def _decoder_wired(cross_q="h", cross_kv="memory", cross_first=False, norm3=True
 
 
 DECODER_MISTAKES = (
-    Mistake("cross-attention keys/values taken from the decoder",
-            "in encoder-decoder attention the queries come from the decoder and the keys and "
-            "values from memory, the encoder's output.", _decoder_wired(cross_kv="h"),
+    Mistake(name="cross-attention keys/values taken from the decoder",
+            hint="in encoder-decoder attention the queries come from the decoder and the keys and "
+                 "values from memory, the encoder's output.", wrong=_decoder_wired(cross_kv="h"),
             detect=any_of(*(_decoder_wired(cross_kv="h", cross_masked=masked)  # the cross mask kept, or none
                             for masked in (True, False)))),
-    Mistake("cross-attention queries taken from the encoder",
-            "the queries come from the decoder (one per target position); keys and values "
-            "from memory.", _decoder_wired(cross_q="memory", cross_kv="h")),
-    Mistake("self and cross masks swapped",
-            "self_mask (padding and causality of the target) goes to the masked self-attention, "
-            "cross_mask (source padding) to the encoder-decoder attention.",
-            lambda y, memory, p, n_heads, self_mask=None, cross_mask=None:
+    Mistake(name="cross-attention queries taken from the encoder",
+            hint="the queries come from the decoder (one per target position); keys and values "
+                 "from memory.", wrong=_decoder_wired(cross_q="memory", cross_kv="h")),
+    Mistake(name="self and cross masks swapped",
+            hint="self_mask (padding and causality of the target) goes to the masked self-attention, "
+                 "cross_mask (source padding) to the encoder-decoder attention.",
+            wrong=lambda y, memory, p, n_heads, self_mask=None, cross_mask=None:
                 decoder_block(y, memory, p, n_heads, cross_mask, self_mask)),
-    Mistake("source padding mask applied to decoder self-attention",
-            "the masked self-attention takes self_mask (the target's padding and causality); "
-            "cross_mask belongs to the encoder-decoder attention.",
-            lambda y, memory, p, n_heads, self_mask=None, cross_mask=None:
+    Mistake(name="source padding mask applied to decoder self-attention",
+            hint="the masked self-attention takes self_mask (the target's padding and causality); "
+                 "cross_mask belongs to the encoder-decoder attention.",
+            wrong=lambda y, memory, p, n_heads, self_mask=None, cross_mask=None:
                 decoder_block(y, memory, p, n_heads, cross_mask, cross_mask)),
-    Mistake("causal mask missing in the decoder",
-            "pass self_mask to the decoder's self-attention, or position t sees the tokens it "
-            "must predict.", _decoder_wired(self_masked=False)),
-    Mistake("cross mask ignored", "pass cross_mask to the encoder-decoder attention so no "
-            "query looks at source padding.", _decoder_wired(cross_masked=False)),
-    Mistake("the self-attention's result dropped (the cross-attention reads y)",
-            "each sublayer reads the one before: h = LN(y + SelfAttn(y)), then "
-            "LN(h + CrossAttn(h, memory)). Feeding y (and adding y) to the cross-attention "
-            "throws the self-attention away.", _decoder_wired(second_reads="y")),
-    Mistake("norm2 and norm3 swapped",
-            "norm2 is the second sublayer's (after the encoder-decoder attention), norm3 the "
-            "third's (after the FFN).", _decoder_wired(norms=("norm1", "norm3", "norm2"))),
-    Mistake("the third norm left out",
-            "each of the three sublayers ends in its own norm: LN(h + FFN(h)) with norm3 too.",
-            _decoder_wired(norm3=False)),
-    Mistake("cross-attention before self-attention",
-            "the order is masked self-attention, then encoder-decoder attention, then the FFN.",
-            _decoder_wired(cross_first=True)),
-    Mistake("decoder in Pre-LN order", "this block is Post-LN: LN(y + sublayer(y)) each time.",
-            lambda y, memory, p, n_heads, self_mask=None, cross_mask=None:
+    Mistake(name="causal mask missing in the decoder",
+            hint="pass self_mask to the decoder's self-attention, or position t sees the tokens it "
+                 "must predict.", wrong=_decoder_wired(self_masked=False)),
+    Mistake(name="cross mask ignored", hint="pass cross_mask to the encoder-decoder attention so no "
+            "query looks at source padding.", wrong=_decoder_wired(cross_masked=False)),
+    Mistake(name="the self-attention's result dropped (the cross-attention reads y)",
+            hint="each sublayer reads the one before: h = LN(y + SelfAttn(y)), then "
+                 "LN(h + CrossAttn(h, memory)). Feeding y (and adding y) to the cross-attention "
+                 "throws the self-attention away.", wrong=_decoder_wired(second_reads="y")),
+    Mistake(name="norm2 and norm3 swapped",
+            hint="norm2 is the second sublayer's (after the encoder-decoder attention), norm3 the "
+                 "third's (after the FFN).", wrong=_decoder_wired(norms=("norm1", "norm3", "norm2"))),
+    Mistake(name="the third norm left out",
+            hint="each of the three sublayers ends in its own norm: LN(h + FFN(h)) with norm3 too.",
+            wrong=_decoder_wired(norm3=False)),
+    Mistake(name="cross-attention before self-attention",
+            hint="the order is masked self-attention, then encoder-decoder attention, then the FFN.",
+            wrong=_decoder_wired(cross_first=True)),
+    Mistake(name="decoder in Pre-LN order", hint="this block is Post-LN: LN(y + sublayer(y)) each time.",
+            wrong=lambda y, memory, p, n_heads, self_mask=None, cross_mask=None:
                 decoder_block(y, memory, p, n_heads, self_mask, cross_mask, order="pre")),
 )
 
@@ -651,23 +652,25 @@ def _greedy_with(next_log_probs, bos=1, eos=2, max_len=10, *, stop_at_eos=True,
     return np.array(tokens if keep_bos else tokens[1:], dtype=np.int64)
 
 
-@switchable
 def _on_table(decode, **changed):
     """A decoder on ``table_model(logp)``, with some of its keyword arguments overridden."""
     return lambda logp, **kw: decode(table_model(logp), **{**kw, **changed})
 
 
+_table_with = switchable(_on_table)  # its mistakes, two at once: ``verdict.identify_pair``
+
+
 GREEDY_MISTAKES = (
-    Mistake("greedy that never stops at eos",
-            "stop as soon as the chosen token is eos (and keep that eos in the result).",
-            _on_table(_greedy_with, stop_at_eos=False)),
-    Mistake("greedy that returns bos too", "return only the generated tokens, after bos.",
-            _on_table(_greedy_with, keep_bos=True)),
-    Mistake("eos left out of the result", "the generated tokens end with the eos that stopped "
-            "the loop.", _on_table(_greedy_with, keep_eos=False)),
-    Mistake("one token short of max_len (bos counted)",
-            "max_len counts the generated tokens, bos not included.",
-            _on_table(_greedy_with, bos_counted=True)),
+    Mistake(name="greedy that never stops at eos",
+            hint="stop as soon as the chosen token is eos (and keep that eos in the result).",
+            wrong=_table_with(_greedy_with, stop_at_eos=False)),
+    Mistake(name="greedy that returns bos too", hint="return only the generated tokens, after bos.",
+            wrong=_table_with(_greedy_with, keep_bos=True)),
+    Mistake(name="eos left out of the result", hint="the generated tokens end with the eos that stopped "
+            "the loop.", wrong=_table_with(_greedy_with, keep_eos=False)),
+    Mistake(name="one token short of max_len (bos counted)",
+            hint="max_len counts the generated tokens, bos not included.",
+            wrong=_table_with(_greedy_with, bos_counted=True)),
 )
 
 
@@ -893,47 +896,47 @@ def _beam_cases(rng, hidden):
 
 
 BEAM_MISTAKES = (
-    Mistake("beam scores summed as probabilities instead of log-probabilities",
-            "a sequence's score is the sum of the log-probabilities of its tokens (the log of "
-            "the product of their probabilities), not the sum of the probabilities.",
-            _on_table(_beam_with, probabilities=True)),
-    Mistake("beam scores as products of probabilities",
-            "keep each sequence's score as the sum of its tokens' log-probabilities: the product "
-            "of probabilities ranks the same while searching, but underflows on long outputs, "
-            "and the normalised score, sum / length ** alpha, is not that of a product.",
-            _on_table(_beam_with, product=True)),
-    Mistake("search stopped at the first finished output",
-            "go on while live beams remain (up to max_len): a longer output found later can have "
-            "a better normalised score than the first one to finish.",
-            _on_table(_beam_with, stop_at_first=True)),
-    Mistake("each beam's own best tokens kept, not the best of all",
-            "rank every candidate of every beam together (scores[:, None] + log_probs, "
-            "flattened) and keep only the beam_size best overall: a top-beam_size per beam, all "
-            "kept, makes the beam grow beam_size times at every step, and the first beam_size "
-            "of them are the first beam's, not the best.",
-            _on_table(_beam_with, per_beam=True),
-            detect=any_of(*(_on_table(_beam_with, per_beam=how) for how in (True, "first")))),
-    Mistake("each beam extended by its own best token only",
-            "after the first step, rank every candidate of every beam together "
-            "(scores[:, None] + log_probs, flattened) and keep the beam_size best overall: "
-            "extending each beam by its own best token runs beam_size greedy searches side by "
-            "side, and one beam's second-best token can beat another beam's best.",
-            _on_table(_beam_with, per_beam="greedy")),
-    Mistake("no length normalisation", "compare finished sequences by score / length ** alpha "
+    Mistake(name="beam scores summed as probabilities instead of log-probabilities",
+            hint="a sequence's score is the sum of the log-probabilities of its tokens (the log of "
+                 "the product of their probabilities), not the sum of the probabilities.",
+            wrong=_table_with(_beam_with, probabilities=True)),
+    Mistake(name="beam scores as products of probabilities",
+            hint="keep each sequence's score as the sum of its tokens' log-probabilities: the product "
+                 "of probabilities ranks the same while searching, but underflows on long outputs, "
+                 "and the normalised score, sum / length ** alpha, is not that of a product.",
+            wrong=_table_with(_beam_with, product=True)),
+    Mistake(name="search stopped at the first finished output",
+            hint="go on while live beams remain (up to max_len): a longer output found later can have "
+                 "a better normalised score than the first one to finish.",
+            wrong=_table_with(_beam_with, stop_at_first=True)),
+    Mistake(name="each beam's own best tokens kept, not the best of all",
+            hint="rank every candidate of every beam together (scores[:, None] + log_probs, "
+                 "flattened) and keep only the beam_size best overall: a top-beam_size per beam, all "
+                 "kept, makes the beam grow beam_size times at every step, and the first beam_size "
+                 "of them are the first beam's, not the best.",
+            wrong=_table_with(_beam_with, per_beam=True),
+            detect=any_of(*(_table_with(_beam_with, per_beam=how) for how in (True, "first")))),
+    Mistake(name="each beam extended by its own best token only",
+            hint="after the first step, rank every candidate of every beam together "
+                 "(scores[:, None] + log_probs, flattened) and keep the beam_size best overall: "
+                 "extending each beam by its own best token runs beam_size greedy searches side by "
+                 "side, and one beam's second-best token can beat another beam's best.",
+            wrong=_table_with(_beam_with, per_beam="greedy")),
+    Mistake(name="no length normalisation", hint="compare finished sequences by score / length ** alpha "
             "(length counts the tokens after bos, eos included) and return that score.",
-            _on_table(beam_search, alpha=0.0)),
-    Mistake("finished beams extended", "a beam that produced eos is finished: set it aside "
-            "with its score and do not extend it.", _on_table(_beam_with, stop_at_eos=False),
-            detect=any_of(_on_table(_beam_with, stop_at_eos=False),
-                          *(_on_table(_beam_kept_live, until=until, pick=pick)
+            wrong=_table_with(beam_search, alpha=0.0)),
+    Mistake(name="finished beams extended", hint="a beam that produced eos is finished: set it aside "
+            "with its score and do not extend it.", wrong=_table_with(_beam_with, stop_at_eos=False),
+            detect=any_of(_table_with(_beam_with, stop_at_eos=False),
+                          *(_table_with(_beam_kept_live, until=until, pick=pick)
                             for until in ("never", "best", "all") for pick in ("best", "normalised")))),
-    Mistake("beam of width 1 (greedy)", "keep the beam_size best candidates at each step, "
-            "not only the best one.", _on_table(beam_search, beam_size=1)),
-    Mistake("bos counted in the length", "the length in score / length ** alpha counts the "
-            "generated tokens (eos included), not bos.", _on_table(_beam_with, extra_length=1)),
-    Mistake("score returned before normalisation", "return the normalised score "
+    Mistake(name="beam of width 1 (greedy)", hint="keep the beam_size best candidates at each step, "
+            "not only the best one.", wrong=_table_with(beam_search, beam_size=1)),
+    Mistake(name="bos counted in the length", hint="the length in score / length ** alpha counts the "
+            "generated tokens (eos included), not bos.", wrong=_table_with(_beam_with, extra_length=1)),
+    Mistake(name="score returned before normalisation", hint="return the normalised score "
             "score / length ** alpha of the chosen sequence.",
-            _on_table(_beam_with, raw_score=True)),
+            wrong=_table_with(_beam_with, raw_score=True)),
 )
 
 

@@ -131,35 +131,35 @@ _stats_with = switched(running_stats)  # two of its mistakes at once: ``verdict.
 
 
 STATS_MISTAKES = (
-    Mistake("normaliser not rescaled when the maximum changes",
-            "l holds sum_j exp(s_j - m) for the old maximum m; when a block raises it to m', "
-            "multiply l by exp(m - m') before adding the block's terms.", _stats_with(rescale=0)),
-    Mistake("normaliser rescaled twice",
-            "multiply l by exp(m - m') once per block: look for a second `l *= ...` or a factor "
-            "applied both before and inside the update.", _stats_with(rescale=2)),
-    Mistake("running maximum not updated before exponentiating",
-            "compute the new maximum m' = max(m, max(block)) first, then exponentiate the block "
-            "against m' (exp(s_j - m')), not against the old m (which starts at -inf).",
-            _stats_with(old_max=True)),
-    Mistake("the block's own maximum instead of the running maximum",
-            "m must be the maximum of everything read so far: m' = np.maximum(m, block.max(-1)). "
-            "With the block's maximum alone, exp(s_j - m) overflows when an earlier block "
-            "was larger.", _stats_with(block_max=True)),
-    Mistake("a row that is -inf so far gives NaN",
-            "while a row has seen only -inf, m is -inf and -inf - (-inf) is NaN: subtract "
-            "0 instead where m' is not finite (np.where(np.isfinite(m_new), m_new, 0)); "
-            "such a row keeps m = -inf and l = 0.", _stats_with(guard=False)),
-    Mistake("normaliser without the maximum subtracted",
-            "l = sum_j exp(s_j) overflows for large scores; keep l = sum_j exp(s_j - m) "
-            "relative to the running maximum.", _stats_with(subtract_max=False)),
-    Mistake("last, shorter block skipped",
-            "when block_k does not divide n the last block is shorter: loop with "
-            "range(0, n, block_k) and slice s[..., start:start + block_k].",
-            _stats_with(drop_last=True)),
-    Mistake("the row cut into equal parts, not blocks of block_k",
-            "np.array_split(..., n_blocks) makes parts of near-equal length; the blocks are "
-            "block_k keys each, with only the last one shorter: s[..., start:start + block_k] "
-            "for start in range(0, n, block_k).", _stats_with(equal_parts=True)),
+    Mistake(name="normaliser not rescaled when the maximum changes",
+            hint="l holds sum_j exp(s_j - m) for the old maximum m; when a block raises it to m', "
+                 "multiply l by exp(m - m') before adding the block's terms.", wrong=_stats_with(rescale=0)),
+    Mistake(name="normaliser rescaled twice",
+            hint="multiply l by exp(m - m') once per block: look for a second `l *= ...` or a factor "
+                 "applied both before and inside the update.", wrong=_stats_with(rescale=2)),
+    Mistake(name="running maximum not updated before exponentiating",
+            hint="compute the new maximum m' = max(m, max(block)) first, then exponentiate the block "
+                 "against m' (exp(s_j - m')), not against the old m (which starts at -inf).",
+            wrong=_stats_with(old_max=True)),
+    Mistake(name="the block's own maximum instead of the running maximum",
+            hint="m must be the maximum of everything read so far: m' = np.maximum(m, block.max(-1)). "
+                 "With the block's maximum alone, exp(s_j - m) overflows when an earlier block "
+                 "was larger.", wrong=_stats_with(block_max=True)),
+    Mistake(name="a row that is -inf so far gives NaN",
+            hint="while a row has seen only -inf, m is -inf and -inf - (-inf) is NaN: subtract "
+                 "0 instead where m' is not finite (np.where(np.isfinite(m_new), m_new, 0)); "
+                 "such a row keeps m = -inf and l = 0.", wrong=_stats_with(guard=False)),
+    Mistake(name="normaliser without the maximum subtracted",
+            hint="l = sum_j exp(s_j) overflows for large scores; keep l = sum_j exp(s_j - m) "
+                 "relative to the running maximum.", wrong=_stats_with(subtract_max=False)),
+    Mistake(name="last, shorter block skipped",
+            hint="when block_k does not divide n the last block is shorter: loop with "
+                 "range(0, n, block_k) and slice s[..., start:start + block_k].",
+            wrong=_stats_with(drop_last=True)),
+    Mistake(name="the row cut into equal parts, not blocks of block_k",
+            hint="np.array_split(..., n_blocks) makes parts of near-equal length; the blocks are "
+                 "block_k keys each, with only the last one shorter: s[..., start:start + block_k] "
+                 "for start in range(0, n, block_k).", wrong=_stats_with(equal_parts=True)),
 )
 
 # Mutants of the reference that no case can tell apart (``autograder.judge.adequacy``). The reference
@@ -373,45 +373,46 @@ def _forward_with(**switches):
 
 
 FORWARD_MISTAKES = (
-    Mistake("running output not rescaled",
-            "the running output holds sum_j exp(s_j - m) v_j for the old maximum m: multiply it "
-            "by alpha = exp(m - m') too, as you do l, before adding A_tilde @ V.",
-            _forward_with(rescale_out=False)),
-    Mistake("rescaling factor taken after the maximum was overwritten (alpha = 1)",
-            "compute alpha = exp(m - m_new) while m still holds the old maximum; set m = m_new "
-            "only at the end of the step.", _forward_with(alpha_after_update=True)),
-    Mistake("running maximum not updated before exponentiating",
-            "compute m_new = max(m, rowmax(S)) first, then A_tilde = exp(S - m_new), not "
-            "exp(S - m) with the old maximum (which starts at -inf).", _forward_with(old_max=True)),
-    Mistake("normaliser rescaled twice",
-            "l becomes alpha * l + rowsum(A_tilde): one factor alpha per step.",
-            _forward_with(rescale_l=2)),
-    Mistake("output divided by l inside the loop",
-            "divide the running output by l once, after the last key block; dividing at every "
-            "step divides the early blocks' terms several times.",
-            _forward_with(divide_inside=True)),
-    Mistake("log-sum-exp saved before the last block",
-            "lse = m + log(l) must use m and l after the last key block: compute it after "
-            "the loop.", _forward_with(lse_early=-np.inf),
+    Mistake(name="running output not rescaled",
+            hint="the running output holds sum_j exp(s_j - m) v_j for the old maximum m: multiply it "
+                 "by alpha = exp(m - m') too, as you do l, before adding A_tilde @ V.",
+            wrong=_forward_with(rescale_out=False)),
+    Mistake(name="rescaling factor taken after the maximum was overwritten (alpha = 1)",
+            hint="compute alpha = exp(m - m_new) while m still holds the old maximum; set m = m_new "
+                 "only at the end of the step.", wrong=_forward_with(alpha_after_update=True)),
+    Mistake(name="running maximum not updated before exponentiating",
+            hint="compute m_new = max(m, rowmax(S)) first, then A_tilde = exp(S - m_new), not "
+                 "exp(S - m) with the old maximum (which starts at -inf).",
+            wrong=_forward_with(old_max=True)),
+    Mistake(name="normaliser rescaled twice",
+            hint="l becomes alpha * l + rowsum(A_tilde): one factor alpha per step.",
+            wrong=_forward_with(rescale_l=2)),
+    Mistake(name="output divided by l inside the loop",
+            hint="divide the running output by l once, after the last key block; dividing at every "
+                 "step divides the early blocks' terms several times.",
+            wrong=_forward_with(divide_inside=True)),
+    Mistake(name="log-sum-exp saved before the last block",
+            hint="lse = m + log(l) must use m and l after the last key block: compute it after "
+                 "the loop.", wrong=_forward_with(lse_early=-np.inf),
             detect=any_of(*(_forward_with(lse_early=v) for v in (-np.inf, 0.0)))),
-    Mistake("log-sum-exp saved as log(l), without the maximum",
-            "l sums exp(s_j - m), so log(sum_j exp(s_j)) = m + log(l).",
-            _forward_with(lse_without_max=True)),
-    Mistake("causal key loop stops one block early (the diagonal block is skipped)",
-            "query rows q0 .. q0 + rows - 1 see keys up to q0 + rows - 1 + T_k - T_q: loop "
-            "over key blocks up to min(T_k, q0 + rows + T_k - T_q), not up to q0 + T_k - T_q.",
-            _forward_with(diagonal_skipped=True)),
-    Mistake("causal mask aligned top-left instead of bottom-right",
-            "with T_q ≠ T_k the queries are the last T_q positions: query i sits at position "
-            "i + T_k - T_q and sees keys j <= i + T_k - T_q (as causal_mask(T_q, T_k) in "
-            "notebook 02).", _forward_with(top_left=True),
+    Mistake(name="log-sum-exp saved as log(l), without the maximum",
+            hint="l sums exp(s_j - m), so log(sum_j exp(s_j)) = m + log(l).",
+            wrong=_forward_with(lse_without_max=True)),
+    Mistake(name="causal key loop stops one block early (the diagonal block is skipped)",
+            hint="query rows q0 .. q0 + rows - 1 see keys up to q0 + rows - 1 + T_k - T_q: loop "
+                 "over key blocks up to min(T_k, q0 + rows + T_k - T_q), not up to q0 + T_k - T_q.",
+            wrong=_forward_with(diagonal_skipped=True)),
+    Mistake(name="causal mask aligned top-left instead of bottom-right",
+            hint="with T_q ≠ T_k the queries are the last T_q positions: query i sits at position "
+                 "i + T_k - T_q and sees keys j <= i + T_k - T_q (as causal_mask(T_q, T_k) in "
+                 "notebook 02).", wrong=_forward_with(top_left=True),
             detect=any_of(*(_forward_with(top_left=v) for v in (True, "mask")))),  # the loop's stop right, or not
-    Mistake("scores not scaled", "S = Q_i K_j^T / sqrt(d_k), as in notebook 02: without the "
-            "scale the softmax is too peaked for large d_k.", _forward_with(scaled=False)),
-    Mistake("a query with no key gives NaN",
-            "a query that sees no key has m = -inf and l = 0: exponentiate against 0 where "
-            "m_new is -inf, divide by 1 where l is 0, so that it gets out = 0 and lse = -inf.",
-            _forward_with(guard_max=False, guard_l=False),
+    Mistake(name="scores not scaled", hint="S = Q_i K_j^T / sqrt(d_k), as in notebook 02: without the "
+            "scale the softmax is too peaked for large d_k.", wrong=_forward_with(scaled=False)),
+    Mistake(name="a query with no key gives NaN",
+            hint="a query that sees no key has m = -inf and l = 0: exponentiate against 0 where "
+                 "m_new is -inf, divide by 1 where l is 0, so that it gets out = 0 and lse = -inf.",
+            wrong=_forward_with(guard_max=False, guard_l=False),
             detect=any_of(*(_forward_with(guard_max=g_max, guard_l=g_l)
                              for g_max, g_l in ((False, False), (False, True), (True, False))))),
 )
@@ -553,57 +554,58 @@ def _backward_with(**switches):
 
 
 BACKWARD_MISTAKES = (
-    Mistake("delta computed from the tile's weights instead of rowsum(dout ∘ out)",
-            "the softmax backward subtracts sum_j dA_ij A_ij over ALL keys of query i; one "
-            "tile holds only some of them. That sum equals delta_i = rowsum(dout_i * out_i): "
-            "compute delta once, before the loops.", _backward_with(D_from_tile=True)),
-    Mistake("softmax backward missing the delta term",
-            "dS = A * (dA - delta), with delta = rowsum(dout * out) broadcast along the keys.",
-            _backward_with(use_D=False)),
-    Mistake("weights recomputed by a softmax over the tile",
-            "a tile's weights are A = exp(S - lse), with lse saved by the forward for the "
-            "whole row; a softmax over one tile normalises over the wrong keys.",
-            _backward_with(tile_softmax="guarded"),
+    Mistake(name="delta computed from the tile's weights instead of rowsum(dout ∘ out)",
+            hint="the softmax backward subtracts sum_j dA_ij A_ij over ALL keys of query i; one "
+                 "tile holds only some of them. That sum equals delta_i = rowsum(dout_i * out_i): "
+                 "compute delta once, before the loops.", wrong=_backward_with(D_from_tile=True)),
+    Mistake(name="softmax backward missing the delta term",
+            hint="dS = A * (dA - delta), with delta = rowsum(dout * out) broadcast along the keys.",
+            wrong=_backward_with(use_D=False)),
+    Mistake(name="weights recomputed by a softmax over the tile",
+            hint="a tile's weights are A = exp(S - lse), with lse saved by the forward for the "
+                 "whole row; a softmax over one tile normalises over the wrong keys.",
+            wrong=_backward_with(tile_softmax="guarded"),
             detect=any_of(*(_backward_with(tile_softmax=v) for v in ("guarded", "plain")))),
-    Mistake("causal mask missing in the recomputed weights",
-            "the tiles on the diagonal hold future keys too: set their scores to -inf "
-            "before exp(S - lse), as in the forward.", _backward_with(mask=False)),
-    Mistake("scale applied twice in the backward",
-            "the scores are Q K^T / sqrt(d_k), so dQ = dS K / sqrt(d_k) and "
-            "dK = dS^T Q / sqrt(d_k), one factor each. If you scaled Q (or dS) already, do "
-            "not multiply by the scale again.", _backward_with(scale_twice="dK"),
+    Mistake(name="causal mask missing in the recomputed weights",
+            hint="the tiles on the diagonal hold future keys too: set their scores to -inf "
+                 "before exp(S - lse), as in the forward.", wrong=_backward_with(mask=False)),
+    Mistake(name="scale applied twice in the backward",
+            hint="the scores are Q K^T / sqrt(d_k), so dQ = dS K / sqrt(d_k) and "
+                 "dK = dS^T Q / sqrt(d_k), one factor each. If you scaled Q (or dS) already, do "
+                 "not multiply by the scale again.", wrong=_backward_with(scale_twice="dK"),
             detect=any_of(_backward_with(scale_twice="dK"), _backward_with(scale_twice="both"))),
-    Mistake("dQ and dK not scaled",
-            "the scores are divided by sqrt(d_k), so dQ and dK are too.",
-            _backward_with(scaled=False)),
-    Mistake("dK not scaled",
-            "dK_j += dS^T Q_i / sqrt(d_k): the scale of the scores reaches dK as it reaches dQ.",
-            _backward_with(scaled="dQ")),
-    Mistake("dQ not scaled",
-            "dQ_i += dS K_j / sqrt(d_k): the scale of the scores reaches dQ as it reaches dK.",
-            _backward_with(scaled="dK")),
-    Mistake("dK accumulated without the transpose",
-            "dK_j += dS^T Q_i / sqrt(d_k): one row per key. dS @ Q_i only has the right shape "
-            "when the tile is square (block_q = block_k, full blocks), and is wrong there too.",
-            _backward_with(dk_transpose=False)),
-    Mistake("dV accumulated without the transpose",
-            "out = A V, so dV_j += A^T dout_i: one row per key. A @ dout_i only has the right "
-            "shape for a square tile.", _backward_with(dv_transpose=False)),
-    Mistake("causal key loop stops one block early (the diagonal block is skipped)",
-            "the backward visits the same tiles as the forward: key blocks up to "
-            "min(T_k, q0 + rows + T_k - T_q).", _backward_with(diagonal_skipped=True)),
-    Mistake("causal mask aligned top-left instead of bottom-right",
-            "the backward masks the tiles as the forward does: with T_q ≠ T_k query i sits at "
-            "position i + T_k - T_q and sees keys j <= i + T_k - T_q.", _backward_with(top_left=True),
+    Mistake(name="dQ and dK not scaled",
+            hint="the scores are divided by sqrt(d_k), so dQ and dK are too.",
+            wrong=_backward_with(scaled=False)),
+    Mistake(name="dK not scaled",
+            hint="dK_j += dS^T Q_i / sqrt(d_k): the scale of the scores reaches dK as it reaches dQ.",
+            wrong=_backward_with(scaled="dQ")),
+    Mistake(name="dQ not scaled",
+            hint="dQ_i += dS K_j / sqrt(d_k): the scale of the scores reaches dQ as it reaches dK.",
+            wrong=_backward_with(scaled="dK")),
+    Mistake(name="dK accumulated without the transpose",
+            hint="dK_j += dS^T Q_i / sqrt(d_k): one row per key. dS @ Q_i only has the right shape "
+                 "when the tile is square (block_q = block_k, full blocks), and is wrong there too.",
+            wrong=_backward_with(dk_transpose=False)),
+    Mistake(name="dV accumulated without the transpose",
+            hint="out = A V, so dV_j += A^T dout_i: one row per key. A @ dout_i only has the right "
+                 "shape for a square tile.", wrong=_backward_with(dv_transpose=False)),
+    Mistake(name="causal key loop stops one block early (the diagonal block is skipped)",
+            hint="the backward visits the same tiles as the forward: key blocks up to "
+                 "min(T_k, q0 + rows + T_k - T_q).", wrong=_backward_with(diagonal_skipped=True)),
+    Mistake(name="causal mask aligned top-left instead of bottom-right",
+            hint="the backward masks the tiles as the forward does: with T_q ≠ T_k query i sits at "
+                 "position i + T_k - T_q and sees keys j <= i + T_k - T_q.",
+            wrong=_backward_with(top_left=True),
             detect=any_of(_backward_with(top_left=True), _backward_with(top_left="mask"))),
-    Mistake("a query with no key gives NaN",
-            "a query that sees no key has lse = -inf, and exp(-inf - (-inf)) is NaN: use "
-            "lse = +inf there (its weights are then exp(S - inf) = 0).",
-            _backward_with(guard=False)),
-    Mistake("lse sliced by the key block",
-            "A_ij = exp(S_ij - lse_i): each row of a tile subtracts its query's log-sum-exp. "
-            "Slice lse by the query block, as a column along the keys: lse[..., q0:q0 + rows, None].",
-            _backward_with(lse_by_key=True)),
+    Mistake(name="a query with no key gives NaN",
+            hint="a query that sees no key has lse = -inf, and exp(-inf - (-inf)) is NaN: use "
+                 "lse = +inf there (its weights are then exp(S - inf) = 0).",
+            wrong=_backward_with(guard=False)),
+    Mistake(name="lse sliced by the key block",
+            hint="A_ij = exp(S_ij - lse_i): each row of a tile subtracts its query's log-sum-exp. "
+                 "Slice lse by the query block, as a column along the keys: lse[..., q0:q0 + rows, None].",
+            wrong=_backward_with(lse_by_key=True)),
 )
 
 BACKWARD_EQUIVALENT = {

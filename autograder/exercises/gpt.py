@@ -89,36 +89,36 @@ def _wired_block(mask="causal", order="pre", residual=True, norm1="norm1", norm2
 
 
 BLOCK_MISTAKES = (
-    Mistake("causal mask missing", "position t must not see tokens after it: pass "
+    Mistake(name="causal mask missing", hint="position t must not see tokens after it: pass "
             "causal_mask(T) (True where key j <= query i) to the attention.",
-            _wired_block(mask="none")),
-    Mistake("causal mask inverted (each position sees only later tokens)",
-            "True in the mask means 'may attend': query i sees keys 0..i, a lower triangle. (An "
-            "additive mask of 0 and -inf reads the other way round here: 0 is False, -inf is "
-            "True; pass the boolean causal_mask(T).)",
-            _wired_block(mask="future")),
-    Mistake("block in Post-LN order", "a GPT block is Pre-LN: h = x + MHA(LN_1(x)), "
+            wrong=_wired_block(mask="none")),
+    Mistake(name="causal mask inverted (each position sees only later tokens)",
+            hint="True in the mask means 'may attend': query i sees keys 0..i, a lower triangle. (An "
+                 "additive mask of 0 and -inf reads the other way round here: 0 is False, -inf is "
+                 "True; pass the boolean causal_mask(T).)",
+            wrong=_wired_block(mask="future")),
+    Mistake(name="block in Post-LN order", hint="a GPT block is Pre-LN: h = x + MHA(LN_1(x)), "
             "out = h + FFN(LN_2(h)); the norm comes before each sublayer.",
-            _wired_block(order="post")),
-    Mistake("residual connection missing", "each sublayer's output is added to its input: "
-            "h = x + MHA(LN_1(x)), out = h + FFN(LN_2(h)).", _wired_block(residual=False)),
-    Mistake("the first layer norm used twice", "the FFN has its own norm: LN_2 = p['norm2'].",
-            _wired_block(norm2="norm1")),
-    Mistake("the FFN fed the norm of the block's input, not of h",
-            "the FFN comes after the attention and reads its result: out = h + FFN(LN_2(h)) with "
-            "h = x + MHA(LN_1(x)), not h + FFN(LN_2(x)) (attention and FFN side by side).",
-            _wired_block(ffn_from="x")),
-    Mistake("the two layer norms swapped", "LN_1 = p['norm1'] comes before the attention, "
-            "LN_2 = p['norm2'] before the FFN.", _wired_block(norm1="norm2", norm2="norm1")),
-    Mistake("attention scores not scaled", "divide Q K^T by sqrt(d_k) before the softmax, "
-            "d_k = d_model / n_heads.", _wired_block(scale=lambda d, d_k: 1.0)),
-    Mistake("scores scaled by sqrt(d_model) instead of sqrt(d_k)", "each head's scores are "
+            wrong=_wired_block(order="post")),
+    Mistake(name="residual connection missing", hint="each sublayer's output is added to its input: "
+            "h = x + MHA(LN_1(x)), out = h + FFN(LN_2(h)).", wrong=_wired_block(residual=False)),
+    Mistake(name="the first layer norm used twice", hint="the FFN has its own norm: LN_2 = p['norm2'].",
+            wrong=_wired_block(norm2="norm1")),
+    Mistake(name="the FFN fed the norm of the block's input, not of h",
+            hint="the FFN comes after the attention and reads its result: out = h + FFN(LN_2(h)) with "
+                 "h = x + MHA(LN_1(x)), not h + FFN(LN_2(x)) (attention and FFN side by side).",
+            wrong=_wired_block(ffn_from="x")),
+    Mistake(name="the two layer norms swapped", hint="LN_1 = p['norm1'] comes before the attention, "
+            "LN_2 = p['norm2'] before the FFN.", wrong=_wired_block(norm1="norm2", norm2="norm1")),
+    Mistake(name="attention scores not scaled", hint="divide Q K^T by sqrt(d_k) before the softmax, "
+            "d_k = d_model / n_heads.", wrong=_wired_block(scale=lambda d, d_k: 1.0)),
+    Mistake(name="scores scaled by sqrt(d_model) instead of sqrt(d_k)", hint="each head's scores are "
             "divided by the square root of its own width, d_k = d_model / n_heads.",
-            _wired_block(scale=lambda d, d_k: np.sqrt(d))),
-    Mistake("heads split by a reshape alone", "(B, T, d_model) reshaped straight to (B, n_heads, "
+            wrong=_wired_block(scale=lambda d, d_k: np.sqrt(d))),
+    Mistake(name="heads split by a reshape alone", hint="(B, T, d_model) reshaped straight to (B, n_heads, "
             "T, d_k) mixes positions into heads: reshape to (B, T, n_heads, d_k), then swap axes 1 "
             "and 2 (split_heads), and undo both before W_o (merge_heads).",
-            _wired_block(transposed=False)),
+            wrong=_wired_block(transposed=False)),
 )
 
 BLOCK_FEATURES = shape_features(**{
@@ -180,20 +180,20 @@ def _forward_with(positions=True, scale=False, final_norm=True, probs=False, off
 
 
 FORWARD_MISTAKES = (
-    Mistake("position embeddings forgotten", "add the learned position embedding of each "
-            "position: x = W_E[idx] + W_P[:T].", _forward_with(positions=False)),
-    Mistake("embedding scaled by sqrt(d_model)", "GPT adds W_E[idx] and W_P[:T] as they are; the "
+    Mistake(name="position embeddings forgotten", hint="add the learned position embedding of each "
+            "position: x = W_E[idx] + W_P[:T].", wrong=_forward_with(positions=False)),
+    Mistake(name="embedding scaled by sqrt(d_model)", hint="GPT adds W_E[idx] and W_P[:T] as they are; the "
             "sqrt(d_model) factor belonged to notebook 05's sinusoidal model.",
-            _forward_with(scale=True)),
-    Mistake("final layer norm missing", "after the last block comes LN_f = params['norm_f'], "
-            "then the output layer.", _forward_with(final_norm=False)),
-    Mistake("probabilities returned instead of logits", "return the logits x W_E^T; softmax "
-            "belongs to the loss and to sampling.", _forward_with(probs=True)),
-    Mistake("position embeddings picked by token id", "W_P has one row per position, "
+            wrong=_forward_with(scale=True)),
+    Mistake(name="final layer norm missing", hint="after the last block comes LN_f = params['norm_f'], "
+            "then the output layer.", wrong=_forward_with(final_norm=False)),
+    Mistake(name="probabilities returned instead of logits", hint="return the logits x W_E^T; softmax "
+            "belongs to the loss and to sampling.", wrong=_forward_with(probs=True)),
+    Mistake(name="position embeddings picked by token id", hint="W_P has one row per position, "
             "0 to T - 1: add W_P[:T] (or W_P[np.arange(T)]), not W_P[idx].",
-            _forward_with(by_token=True)),
-    Mistake("positions counted from 1", "the first token has position 0: W_P[:T], not "
-            "W_P[1:T + 1].", _forward_with(offset=1)),
+            wrong=_forward_with(by_token=True)),
+    Mistake(name="positions counted from 1", hint="the first token has position 0: W_P[:T], not "
+            "W_P[1:T + 1].", wrong=_forward_with(offset=1)),
 )
 
 FORWARD_FEATURES = shape_features(**{
@@ -318,28 +318,28 @@ def _after_softmax(logits, temperature=1.0, top_k=None, top_p=None):
 
 
 PROBS_MISTAKES = (
-    Mistake("temperature applied after softmax", "divide the logits by the temperature, "
-            "then take the softmax: softmax(logits / T).", _probs_with(after_softmax=True),
+    Mistake(name="temperature applied after softmax", hint="divide the logits by the temperature, "
+            "then take the softmax: softmax(logits / T).", wrong=_probs_with(after_softmax=True),
             detect=any_of(_probs_with(after_softmax=True), _after_softmax)),  # before or after the cuts
-    Mistake("temperature ignored", "the die is softmax(logits / temperature). (Dividing the "
+    Mistake(name="temperature ignored", hint="the die is softmax(logits / temperature). (Dividing the "
             "probabilities by it and renormalising cancels it: divide the logits.)",
-            _probs_with(tempered=False)),
-    Mistake("top-p measured before the top-k cut", "apply top-k first and renormalise; top-p "
-            "then adds up the renormalised probabilities.", _probs_with(p_before_k=True)),
-    Mistake("top-k keeping k-1 tokens", "keep the k likeliest tokens: those at least as "
-            "likely as the k-th largest.", _probs_with(k_shift=-1)),
-    Mistake("top-k keeping k+1 tokens", "keep exactly the k likeliest tokens.",
-            _probs_with(k_shift=1)),
-    Mistake("top-p that drops the token crossing the threshold",
-            "keep the fewest likeliest tokens whose probabilities add up to at least top_p: "
-            "the token whose probability takes the sum past top_p is kept.",
+            wrong=_probs_with(tempered=False)),
+    Mistake(name="top-p measured before the top-k cut", hint="apply top-k first and renormalise; top-p "
+            "then adds up the renormalised probabilities.", wrong=_probs_with(p_before_k=True)),
+    Mistake(name="top-k keeping k-1 tokens", hint="keep the k likeliest tokens: those at least as "
+            "likely as the k-th largest.", wrong=_probs_with(k_shift=-1)),
+    Mistake(name="top-k keeping k+1 tokens", hint="keep exactly the k likeliest tokens.",
+            wrong=_probs_with(k_shift=1)),
+    Mistake(name="top-p that drops the token crossing the threshold",
+            hint="keep the fewest likeliest tokens whose probabilities add up to at least top_p: "
+                 "the token whose probability takes the sum past top_p is kept.",
             wrong=_probs_with(keep_crossing=False, keep_first=False),
             detect=any_of(*(_probs_with(keep_crossing=below, keep_first=first)
                             for below in (False, "strict") for first in (True, False)))),
-    Mistake("top-p on the least likely tokens", "sort from the likeliest token down before "
-            "adding up probabilities.", _probs_with(ascending=True)),
-    Mistake("kept probabilities not renormalised", "after dropping tokens, divide what is "
-            "kept by its sum, so the die's faces add up to 1.", _probs_with(renormalise=False)),
+    Mistake(name="top-p on the least likely tokens", hint="sort from the likeliest token down before "
+            "adding up probabilities.", wrong=_probs_with(ascending=True)),
+    Mistake(name="kept probabilities not renormalised", hint="after dropping tokens, divide what is "
+            "kept by its sum, so the die's faces add up to 1.", wrong=_probs_with(renormalise=False)),
 )
 
 PROBS_FEATURES = shape_features(**{
@@ -459,35 +459,35 @@ def _stepped_with(**mistake):
 
 
 STEP_MISTAKES = (
-    Mistake("KV cache that appends the whole prefix each step",
-            "append only the new token's key and value; the cache already holds the earlier "
-            "ones, so appending the prefix again makes each earlier key count several times.",
-            _stepped_with(whole_prefix=True)),
-    Mistake("position index not advanced", "the token fed at step pos sits at position pos: "
-            "add W_P[pos], not W_P[0].", _stepped_with(fixed_position=True)),
-    Mistake("causal mask applied to the cached keys of the single new query",
-            "the new token's query may see every cached key (none is in its future): row 0 "
-            "of a causal mask lets it see only the first.", _stepped_with(mask_first_key=True)),
-    Mistake("cache updated after attending", "append the new token's key and value before "
-            "its query attends: a token sees itself.", _stepped_with(attend_before_append=True),
+    Mistake(name="KV cache that appends the whole prefix each step",
+            hint="append only the new token's key and value; the cache already holds the earlier "
+                 "ones, so appending the prefix again makes each earlier key count several times.",
+            wrong=_stepped_with(whole_prefix=True)),
+    Mistake(name="position index not advanced", hint="the token fed at step pos sits at position pos: "
+            "add W_P[pos], not W_P[0].", wrong=_stepped_with(fixed_position=True)),
+    Mistake(name="causal mask applied to the cached keys of the single new query",
+            hint="the new token's query may see every cached key (none is in its future): row 0 "
+                 "of a causal mask lets it see only the first.", wrong=_stepped_with(mask_first_key=True)),
+    Mistake(name="cache updated after attending", hint="append the new token's key and value before "
+            "its query attends: a token sees itself.", wrong=_stepped_with(attend_before_append=True),
             detect=any_of(*(_stepped_with(attend_before_append=how)  # the first step: its own key, or none
                             for how in (True, "itself first")))),
-    Mistake("keys and values from the block's input instead of LN_1(x)",
-            "the new token's query, key and value all come from the same normed input "
-            "h = LN_1(x): k = h W_k, v = h W_v.", _stepped_with(kv_from_x=True)),
-    Mistake("one cache shared by all blocks", "each block keeps its own keys and values "
+    Mistake(name="keys and values from the block's input instead of LN_1(x)",
+            hint="the new token's query, key and value all come from the same normed input "
+                 "h = LN_1(x): k = h W_k, v = h W_v.", wrong=_stepped_with(kv_from_x=True)),
+    Mistake(name="one cache shared by all blocks", hint="each block keeps its own keys and values "
             "(e.g. cache[layer]); one list for all mixes the layers' keys.",
-            _stepped_with(shared_cache=True)),
-    Mistake("the cache never keeps the earlier keys and values",
-            "each new token attends to itself alone: store every step's keys and values in "
-            "cache (cache[layer] = (K, V) after appending) so that the next step finds them.",
-            _stepped_with(no_cache=True)),
-    Mistake("the cache keeps only the newest key and value",
-            "store what the step attended to, every key and value so far with the new ones "
-            "appended (cache[layer] = (K, V)), not the new token's alone: the next step must "
-            "find all the earlier ones.", _stepped_with(last_only=True)),
-    Mistake("final layer norm missing", "after the last block comes LN_f = params['norm_f'], "
-            "then the output layer, at every step as in gpt_forward.", _stepped_with(final_norm=False)),
+            wrong=_stepped_with(shared_cache=True)),
+    Mistake(name="the cache never keeps the earlier keys and values",
+            hint="each new token attends to itself alone: store every step's keys and values in "
+                 "cache (cache[layer] = (K, V) after appending) so that the next step finds them.",
+            wrong=_stepped_with(no_cache=True)),
+    Mistake(name="the cache keeps only the newest key and value",
+            hint="store what the step attended to, every key and value so far with the new ones "
+                 "appended (cache[layer] = (K, V)), not the new token's alone: the next step must "
+                 "find all the earlier ones.", wrong=_stepped_with(last_only=True)),
+    Mistake(name="final layer norm missing", hint="after the last block comes LN_f = params['norm_f'], "
+            "then the output layer, at every step as in gpt_forward.", wrong=_stepped_with(final_norm=False)),
 )
 
 

@@ -64,30 +64,30 @@ def _forward_out(x, gamma, beta, eps=EPS):
 
 
 FORWARD_MISTAKES = [
-    Mistake("unbiased variance",
-            "layer norm divides by d_model, not d_model - 1 (np.var's default ddof=0; "
-            "torch.var's default is the unbiased one).",
+    Mistake(name="unbiased variance",
+            hint="layer norm divides by d_model, not d_model - 1 (np.var's default ddof=0; "
+                 "torch.var's default is the unbiased one).",
             wrong=lambda x, gamma, beta, eps=EPS: _normalise(x, gamma, beta, -1, ddof=1, eps=eps)),
-    Mistake("eps outside the square root",
-            "divide by sqrt(var + eps), not sqrt(var) + eps: it matters when the variance is "
-            "small compared with eps.",
+    Mistake(name="eps outside the square root",
+            hint="divide by sqrt(var + eps), not sqrt(var) + eps: it matters when the variance is "
+                 "small compared with eps.",
             wrong=lambda x, gamma, beta, eps=EPS: _normalise(x, gamma, beta, -1, eps_inside=False, eps=eps)),
-    Mistake("normalising over the batch axis",
-            "that is batch norm: layer norm takes the mean and variance of each vector over its "
-            "own d_model features (axis=-1, keepdims=True).",
+    Mistake(name="normalising over the batch axis",
+            hint="that is batch norm: layer norm takes the mean and variance of each vector over its "
+                 "own d_model features (axis=-1, keepdims=True).",
             wrong=lambda x, gamma, beta, eps=EPS: _normalise(x, gamma, beta, 0, eps=eps)),
-    Mistake("statistics over the whole array",
-            "each vector x[..., :] gets its own mean and variance (axis=-1), not one for the "
-            "whole batch.",
+    Mistake(name="statistics over the whole array",
+            hint="each vector x[..., :] gets its own mean and variance (axis=-1), not one for the "
+                 "whole batch.",
             wrong=lambda x, gamma, beta, eps=EPS: _normalise(x, gamma, beta, None, eps=eps)),
-    Mistake("gamma and beta swapped",
-            "gamma scales x_hat and beta shifts it: out = gamma * x_hat + beta.",
+    Mistake(name="gamma and beta swapped",
+            hint="gamma scales x_hat and beta shifts it: out = gamma * x_hat + beta.",
             wrong=lambda x, gamma, beta, eps=EPS: _forward_out(x, beta, gamma, eps)),
-    Mistake("eps left out",
-            "divide by sqrt(var + eps) with the given eps, which keeps a constant vector finite.",
+    Mistake(name="eps left out",
+            hint="divide by sqrt(var + eps) with the given eps, which keeps a constant vector finite.",
             wrong=lambda x, gamma, beta, eps=EPS: _normalise(x, gamma, beta, -1, eps=0.0)),
-    Mistake("gamma and beta not applied",
-            "return gamma * x_hat + beta, not x_hat.",
+    Mistake(name="gamma and beta not applied",
+            hint="return gamma * x_hat + beta, not x_hat.",
             wrong=lambda x, gamma, beta, eps=EPS: _forward_out(x, np.ones_like(gamma), np.zeros_like(beta), eps)),
 ]
 
@@ -132,26 +132,26 @@ def _not_summed(x, gamma, beta, dout):
 
 
 BACKWARD_MISTAKES = [
-    Mistake("backward that treats mean and variance as constants",
-            "mu and sigma depend on every x_j of the vector, so dx has two more terms: "
-            "dx = (g - mean(g) - x_hat * mean(g * x_hat)) / sigma with g = dout * gamma.",
+    Mistake(name="backward that treats mean and variance as constants",
+            hint="mu and sigma depend on every x_j of the vector, so dx has two more terms: "
+                 "dx = (g - mean(g) - x_hat * mean(g * x_hat)) / sigma with g = dout * gamma.",
             wrong=lambda **c: _backward_parts(**c, mean_term=False, var_term=False)),
-    Mistake("sums where the derivation has means (the 1/d_model left out)",
-            "mu and sigma^2 are means over the d_model entries, so both terms carry 1/d_model: "
-            "dx = (g - mean(g) - x_hat * mean(g * x_hat)) / sigma, with np.mean, not np.sum.",
+    Mistake(name="sums where the derivation has means (the 1/d_model left out)",
+            hint="mu and sigma^2 are means over the d_model entries, so both terms carry 1/d_model: "
+                 "dx = (g - mean(g) - x_hat * mean(g * x_hat)) / sigma, with np.mean, not np.sum.",
             wrong=lambda **c: _backward_parts(**c, reduce=np.sum)),
-    Mistake("gamma left out of dx",
-            "the gradient reaching x_hat is dout * gamma.",
+    Mistake(name="gamma left out of dx",
+            hint="the gradient reaching x_hat is dout * gamma.",
             wrong=lambda **c: _backward_parts(**c, use_gamma=False)),
-    Mistake("dgamma and dbeta swapped",
-            "dgamma = sum(dout * x_hat), dbeta = sum(dout), summed over all leading axes.",
+    Mistake(name="dgamma and dbeta swapped",
+            hint="dgamma = sum(dout * x_hat), dbeta = sum(dout), summed over all leading axes.",
             wrong=_swap_param_grads),
-    Mistake("dgamma computed from x instead of x_hat",
-            "gamma multiplies the normalised x_hat, so dgamma = sum(dout * x_hat).",
+    Mistake(name="dgamma computed from x instead of x_hat",
+            hint="gamma multiplies the normalised x_hat, so dgamma = sum(dout * x_hat).",
             wrong=_dgamma_from_x),
-    Mistake("dgamma and dbeta not summed over positions",
-            "gamma and beta are shared by every vector: sum their gradients over all leading "
-            "axes so they have shape (d_model,).", wrong=_not_summed),
+    Mistake(name="dgamma and dbeta not summed over positions",
+            hint="gamma and beta are shared by every vector: sum their gradients over all leading "
+                 "axes so they have shape (d_model,).", wrong=_not_summed),
 ]
 
 
@@ -198,14 +198,14 @@ def _ln(x, gamma, beta):
 
 
 FFN_MISTAKES = [
-    Mistake("ReLU left out",
-            "the hidden layer is ReLU(x W1 + b1); without it the two layers collapse into one "
-            "linear map.", wrong=lambda x, W1, b1, W2, b2: (x @ W1 + b1) @ W2 + b2),
-    Mistake("ReLU after the output layer too",
-            "only the hidden layer has a ReLU; the output x W2 + b2 stays linear.",
+    Mistake(name="ReLU left out",
+            hint="the hidden layer is ReLU(x W1 + b1); without it the two layers collapse into one "
+                 "linear map.", wrong=lambda x, W1, b1, W2, b2: (x @ W1 + b1) @ W2 + b2),
+    Mistake(name="ReLU after the output layer too",
+            hint="only the hidden layer has a ReLU; the output x W2 + b2 stays linear.",
             wrong=lambda x, W1, b1, W2, b2: np.maximum(_ffn(x, W1, b1, W2, b2), 0.0)),
-    Mistake("b1 added after the ReLU",
-            "the bias goes inside: ReLU(x W1 + b1).",
+    Mistake(name="b1 added after the ReLU",
+            hint="the bias goes inside: ReLU(x W1 + b1).",
             wrong=lambda x, W1, b1, W2, b2: (np.maximum(x @ W1, 0.0) + b1) @ W2 + b2),
 ]
 
@@ -224,29 +224,29 @@ def _residual_after_norm(x, W1, b1, W2, b2, gamma, beta):
 
 
 POST_LN_MISTAKES = [
-    Mistake("Pre-LN order in the Post-LN block",
-            "Post-LN normalises after the addition: out = LN(x + FFN(x)).", wrong=pre_ln_block),
-    Mistake("residual connection missing",
-            "add the block's input before normalising: LN(x + FFN(x)).", wrong=_post_no_residual),
-    Mistake("norm applied to the sublayer output only",
-            "the norm comes after the residual addition, so it sees x + FFN(x).",
+    Mistake(name="Pre-LN order in the Post-LN block",
+            hint="Post-LN normalises after the addition: out = LN(x + FFN(x)).", wrong=pre_ln_block),
+    Mistake(name="residual connection missing",
+            hint="add the block's input before normalising: LN(x + FFN(x)).", wrong=_post_no_residual),
+    Mistake(name="norm applied to the sublayer output only",
+            hint="the norm comes after the residual addition, so it sees x + FFN(x).",
             wrong=_norm_of_sublayer_only),
 ]
 
 PRE_LN_MISTAKES = [
-    Mistake("residual added after the norm in a Pre-LN block",
-            "the residual path must carry the un-normalised x: out = x + FFN(LN(x)), "
-            "not LN(x) + FFN(LN(x)).", wrong=_residual_after_norm),
-    Mistake("Post-LN order in the Pre-LN block",
-            "Pre-LN normalises the sublayer's input: out = x + FFN(LN(x)).", wrong=post_ln_block),
-    Mistake("residual connection missing",
-            "add x to the sublayer's output: x + FFN(LN(x)).",
+    Mistake(name="residual added after the norm in a Pre-LN block",
+            hint="the residual path must carry the un-normalised x: out = x + FFN(LN(x)), "
+                 "not LN(x) + FFN(LN(x)).", wrong=_residual_after_norm),
+    Mistake(name="Post-LN order in the Pre-LN block",
+            hint="Pre-LN normalises the sublayer's input: out = x + FFN(LN(x)).", wrong=post_ln_block),
+    Mistake(name="residual connection missing",
+            hint="add x to the sublayer's output: x + FFN(LN(x)).",
             wrong=lambda x, W1, b1, W2, b2, gamma, beta: _ffn(_ln(x, gamma, beta), W1, b1, W2, b2)),
-    Mistake("norm applied to the sublayer output instead of its input",
-            "Pre-LN normalises what goes into the sublayer: out = x + FFN(LN(x)), not x + LN(FFN(x)).",
+    Mistake(name="norm applied to the sublayer output instead of its input",
+            hint="Pre-LN normalises what goes into the sublayer: out = x + FFN(LN(x)), not x + LN(FFN(x)).",
             wrong=_norm_of_sublayer_only),
-    Mistake("norm skipped",
-            "the sublayer sees LN(x), not x.",
+    Mistake(name="norm skipped",
+            hint="the sublayer sees LN(x), not x.",
             wrong=lambda x, W1, b1, W2, b2, gamma, beta: x + _ffn(x, W1, b1, W2, b2)),
 ]
 

@@ -32,25 +32,25 @@ def _count_loop(idx, n, vocab_size, first, last_drop=0, skip_prev=False):
 
 
 COUNT_MISTAKES = [
-    Mistake("context off by one",
-            "the context of idx[t] is the n-1 tokens right before it, idx[t-n+1:t]; "
-            "yours seems to skip the token just before idx[t].",
+    Mistake(name="context off by one",
+            hint="the context of idx[t] is the n-1 tokens right before it, idx[t-n+1:t]; "
+                 "yours seems to skip the token just before idx[t].",
             wrong=lambda idx, n, vocab_size: _count_loop(idx, n, vocab_size, n, skip_prev=True)),
-    Mistake("last n-gram not counted",
-            "there are T - n + 1 n-grams; check the end of your loop (range stops one early).",
+    Mistake(name="last n-gram not counted",
+            hint="there are T - n + 1 n-grams; check the end of your loop (range stops one early).",
             wrong=lambda idx, n, vocab_size: _count_loop(idx, n, vocab_size, n - 1, last_drop=1)),
-    Mistake("n-grams that wrap around the end",
-            "the text does not continue from its end back to its start: do not use np.roll "
-            "or negative indices for the first tokens.",
+    Mistake(name="n-grams that wrap around the end",
+            hint="the text does not continue from its end back to its start: do not use np.roll "
+                 "or negative indices for the first tokens.",
             wrong=lambda idx, n, vocab_size: count_ngrams(
                 np.concatenate([idx, idx[:n - 1]]), n, vocab_size)),
-    Mistake("next token on the first axis",
-            "counts[a_1, ..., a_{n-1}, w]: the context comes first, the next token w last.",
+    Mistake(name="next token on the first axis",
+            hint="counts[a_1, ..., a_{n-1}, w]: the context comes first, the next token w last.",
             wrong=lambda idx, n, vocab_size: np.moveaxis(count_ngrams(idx, n, vocab_size), -1, 0)),
-    Mistake("each n-gram counted at most once",
-            "a repeated n-gram must add 1 each time: `counts[index_arrays] += 1` adds 1 once per "
-            "distinct index (numpy buffers it), as `= 1` would; use np.add.at(counts, "
-            "index_arrays, 1) or a loop with += 1.",
+    Mistake(name="each n-gram counted at most once",
+            hint="a repeated n-gram must add 1 each time: `counts[index_arrays] += 1` adds 1 once per "
+                 "distinct index (numpy buffers it), as `= 1` would; use np.add.at(counts, "
+                 "index_arrays, 1) or a loop with += 1.",
             wrong=lambda idx, n, vocab_size: np.minimum(count_ngrams(idx, n, vocab_size), 1)),
 ]
 
@@ -93,20 +93,20 @@ def _addk(counts, k, axis=-1, kv=True, uniform_unseen=True):
 
 
 PROBS_MISTAKES = [
-    Mistake("probabilities normalised over the whole table, not per context",
-            "each context has its own die: divide by the count of that context, "
-            "counts.sum(axis=-1, keepdims=True).",
+    Mistake(name="probabilities normalised over the whole table, not per context",
+            hint="each context has its own die: divide by the count of that context, "
+                 "counts.sum(axis=-1, keepdims=True).",
             wrong=lambda counts, k: _addk(counts, k, axis=None)),
-    Mistake("probabilities normalised over the context axis",
-            "p(w | context) sums to 1 over the next token w, the last axis.",
+    Mistake(name="probabilities normalised over the context axis",
+            hint="p(w | context) sums to 1 over the next token w, the last axis.",
             wrong=lambda counts, k: _addk(counts, k, axis=0)),
-    Mistake("k added to the total once instead of k * vocab_size times",
-            "every one of the vocab_size faces gets k extra counts, so the total grows by "
-            "k * vocab_size.",
+    Mistake(name="k added to the total once instead of k * vocab_size times",
+            hint="every one of the vocab_size faces gets k extra counts, so the total grows by "
+                 "k * vocab_size.",
             wrong=lambda counts, k: _addk(counts, k, kv=False)),
-    Mistake("unseen contexts left at zero",
-            "a context with no counts (and k = 0) has no evidence: give it the uniform "
-            "distribution 1 / vocab_size so every row is a distribution.",
+    Mistake(name="unseen contexts left at zero",
+            hint="a context with no counts (and k = 0) has no evidence: give it the uniform "
+                 "distribution 1 / vocab_size so every row is a distribution.",
             wrong=lambda counts, k: _addk(counts, k, uniform_unseen=False)),
 ]
 
@@ -144,23 +144,23 @@ def _cdf_faces(weights, u, normalise=True, strict=False):
 
 
 DIE_MISTAKES = [
-    Mistake("argmax instead of sampling",
-            "the die must use the random number u: the face is where u falls in the "
-            "cumulative distribution, not always the likeliest face.",
+    Mistake(name="argmax instead of sampling",
+            hint="the die must use the random number u: the face is where u falls in the "
+                 "cumulative distribution, not always the likeliest face.",
             wrong=lambda weights, u: np.argmax(weights, axis=-1)),
-    Mistake("weights not normalised",
-            "divide the cumulative sum by the total weight (or multiply u by it) before "
-            "comparing with u in [0, 1).",
+    Mistake(name="weights not normalised",
+            hint="divide the cumulative sum by the total weight (or multiply u by it) before "
+                 "comparing with u in [0, 1).",
             wrong=lambda weights, u: _cdf_faces(weights, u, normalise=False),
             detect=any_of(lambda weights, u: _cdf_faces(weights, u, normalise=False),
                           # the first face whose sum passes u, or face 0 where none does
                           lambda weights, u: np.argmax(np.cumsum(weights, axis=-1) > u[:, None], axis=-1))),
-    Mistake("a face of weight zero can come up",
-            "take the first face whose cumulative probability is strictly greater than u "
-            "(count cdf <= u); with cdf < u a zero-weight face wins when u lands on a boundary.",
+    Mistake(name="a face of weight zero can come up",
+            hint="take the first face whose cumulative probability is strictly greater than u "
+                 "(count cdf <= u); with cdf < u a zero-weight face wins when u lands on a boundary.",
             wrong=lambda weights, u: _cdf_faces(weights, u, strict=True)),
-    Mistake("faces numbered from 1",
-            "faces are token ids 0 .. vocab_size-1, the column index of weights.",
+    Mistake(name="faces numbered from 1",
+            hint="faces are token ids 0 .. vocab_size-1, the column index of weights.",
             wrong=lambda weights, u: roll_die(weights, u) + 1),
 ]
 
@@ -184,37 +184,37 @@ def _target_p(probs, targets):
 
 
 PPL_MISTAKES = [
-    Mistake("perplexity not averaged per token",
-            "use the mean negative log-probability over the T tokens, not the sum; "
-            "otherwise longer texts look worse just for being longer.",
+    Mistake(name="perplexity not averaged per token",
+            hint="use the mean negative log-probability over the T tokens, not the sum; "
+                 "otherwise longer texts look worse just for being longer.",
             wrong=lambda probs, targets: (np.exp(-np.log(_target_p(probs, targets)).sum()),
                                           -np.log2(_target_p(probs, targets)).sum())),
-    Mistake("bits per character left in nats",
-            "bits are base-2 logs: divide the mean natural-log loss by ln 2 (or use np.log2).",
+    Mistake(name="bits per character left in nats",
+            hint="bits are base-2 logs: divide the mean natural-log loss by ln 2 (or use np.log2).",
             wrong=lambda probs, targets: (perplexity(probs, targets)[0],
                                           -np.log(_target_p(probs, targets)).mean())),
-    Mistake("log bases mixed up in the perplexity",
-            "perplexity = exp(mean nats) = 2 ** (mean bits); 2 ** (mean nats) mixes the bases.",
+    Mistake(name="log bases mixed up in the perplexity",
+            hint="perplexity = exp(mean nats) = 2 ** (mean bits); 2 ** (mean nats) mixes the bases.",
             wrong=lambda probs, targets: (2.0 ** -np.log(_target_p(probs, targets)).mean(),
                                           perplexity(probs, targets)[1])),
-    Mistake("average probability instead of average log-probability",
-            "perplexity is the exponential of the mean negative log-probability "
-            "(a geometric mean), not 1 / mean(p).",
+    Mistake(name="average probability instead of average log-probability",
+            hint="perplexity is the exponential of the mean negative log-probability "
+                 "(a geometric mean), not 1 / mean(p).",
             wrong=lambda probs, targets: (1.0 / _target_p(probs, targets).mean(),
                                           -np.log2(_target_p(probs, targets).mean()))),
-    Mistake("probs[:, targets] instead of one entry per row",
-            "probs[:, targets] is a (T, T) table: every row at every target. Pick one entry per "
-            "row with probs[np.arange(T), targets].",
+    Mistake(name="probs[:, targets] instead of one entry per row",
+            hint="probs[:, targets] is a (T, T) table: every row at every target. Pick one entry per "
+                 "row with probs[np.arange(T), targets].",
             wrong=lambda probs, targets: (np.exp(-np.log(probs[:, targets]).mean()),
                                           -np.log2(probs[:, targets]).mean())),
-    Mistake("probability of the likeliest token instead of the target",
-            "score the probability the model gave to the token that actually came next, "
-            "probs[t, targets[t]].",
+    Mistake(name="probability of the likeliest token instead of the target",
+            hint="score the probability the model gave to the token that actually came next, "
+                 "probs[t, targets[t]].",
             wrong=lambda probs, targets: perplexity(probs, probs.argmax(axis=1))),
-    Mistake("targets shifted by one",
-            "row t of probs is already the model's prediction for targets[t] (the shift was "
-            "made when the predictions were): score probs[t, targets[t]] for every t, not "
-            "probs[t, targets[t + 1]].",
+    Mistake(name="targets shifted by one",
+            hint="row t of probs is already the model's prediction for targets[t] (the shift was "
+                 "made when the predictions were): score probs[t, targets[t]] for every t, not "
+                 "probs[t, targets[t + 1]].",
             wrong=lambda probs, targets: perplexity(probs[:-1], targets[1:])),
 ]
 
@@ -265,29 +265,29 @@ def _rnn_outputs(**c):
 
 
 RNN_MISTAKES = [
-    Mistake("hidden state not carried across time",
-            "at step t use the state you just computed, h[:, t-1], not h0 every time.",
+    Mistake(name="hidden state not carried across time",
+            hint="at step t use the state you just computed, h[:, t-1], not h0 every time.",
             wrong=_with_cache(lambda **c: _rnn_variant(**c, carry=False))),
-    Mistake("initial state h0 ignored",
-            "the recurrence starts from the given h0, not from zeros.",
+    Mistake(name="initial state h0 ignored",
+            hint="the recurrence starts from the given h0, not from zeros.",
             wrong=_with_cache(lambda x, h0, Wxh, Whh, b: rnn_forward(x, np.zeros_like(h0), Wxh, Whh, b)[0])),
-    Mistake("W_hh transposed",
-            "rows are examples here, so the recurrent term is h_prev @ Whh.",
+    Mistake(name="W_hh transposed",
+            hint="rows are examples here, so the recurrent term is h_prev @ Whh.",
             wrong=_with_cache(lambda **c: _rnn_variant(**c, transpose=True))),
-    Mistake("tanh left out",
-            "h_t = tanh(x_t Wxh + h_{t-1} Whh + b); without it the RNN is linear.",
+    Mistake(name="tanh left out",
+            hint="h_t = tanh(x_t Wxh + h_{t-1} Whh + b); without it the RNN is linear.",
             wrong=_with_cache(lambda **c: _rnn_variant(**c, f=lambda a: a))),
-    Mistake("sigmoid instead of tanh",
-            "the Elman RNN here uses tanh, whose outputs lie in (-1, 1).",
+    Mistake(name="sigmoid instead of tanh",
+            hint="the Elman RNN here uses tanh, whose outputs lie in (-1, 1).",
             wrong=_with_cache(lambda **c: _rnn_variant(**c, f=sigmoid))),
-    Mistake("hidden states shifted by one step",
-            "h[:, t] is the state after reading x[:, t]; store it after the update, not before.",
+    Mistake(name="hidden states shifted by one step",
+            hint="h[:, t] is the state after reading x[:, t]; store it after the update, not before.",
             wrong=_with_cache(lambda **c: _rnn_variant(**c, shifted=True)),
             detect=any_of(*(_with_cache(lambda how=how, **c: _rnn_variant(**c, shifted=how))
                             for how in (True, "zeros")))),  # slot 0: h0, or left at zero
-    Mistake("pre-activation stored in h",
-            "h[:, t] holds the state itself, h_t = tanh(a_t), not a_t = x_t Wxh + h_{t-1} Whh + b "
-            "(the backward reads 1 - h_t**2 from it).",
+    Mistake(name="pre-activation stored in h",
+            hint="h[:, t] holds the state itself, h_t = tanh(a_t), not a_t = x_t Wxh + h_{t-1} Whh + b "
+                 "(the backward reads 1 - h_t**2 from it).",
             wrong=_with_cache(lambda **c: _rnn_variant(**c, pre_stored=True))),
 ]
 
@@ -325,40 +325,40 @@ def _bptt(dh, cache, accumulate=True, through_time=True, tanh_grad=True, whh_fro
 
 _bptt_with = switched(_bptt)  # two of its mistakes at once: ``verdict.identify_pair``
 BPTT_MISTAKES = [
-    Mistake("gradients not accumulated over time steps",
-            "the weights are shared by every step, so dWxh, dWhh and db are sums over t "
-            "(+=), not the last step's value.",
+    Mistake(name="gradients not accumulated over time steps",
+            hint="the weights are shared by every step, so dWxh, dWhh and db are sums over t "
+                 "(+=), not the last step's value.",
             wrong=_bptt_with(accumulate=False)),
-    Mistake("no gradient flowing back through time",
-            "h_t also feeds h_{t+1}: add the gradient coming back from step t+1 "
-            "(dnext = da_{t+1} @ Whh.T) to dh[:, t].",
+    Mistake(name="no gradient flowing back through time",
+            hint="h_t also feeds h_{t+1}: add the gradient coming back from step t+1 "
+                 "(dnext = da_{t+1} @ Whh.T) to dh[:, t].",
             wrong=_bptt_with(through_time=False)),
-    Mistake("tanh derivative left out",
-            "multiply the incoming gradient by tanh'(a_t) = 1 - h_t**2 before the weights.",
+    Mistake(name="tanh derivative left out",
+            hint="multiply the incoming gradient by tanh'(a_t) = 1 - h_t**2 before the weights.",
             wrong=_bptt_with(tanh_grad=False)),
-    Mistake("h[:, t - 1] at t = 0 (the last state, not h0)",
-            "at t = 0 the previous state is h0: h[:, -1] is Python's last entry, the final "
-            "state. Use h_prev = h[:, t - 1] if t > 0 else h0.", wrong=_bptt_with(wraps=True)),
-    Mistake("the gradient from step t+1 added after the tanh derivative",
-            "h_t feeds both the loss at step t and step t+1, so both gradients reach h_t: add "
-            "dnext to dh[:, t] first, then multiply the sum by 1 - h_t**2 "
-            "(da_t = (dh[:, t] + dnext) * (1 - h_t**2)).", wrong=_bptt_with(late_dnext=True)),
-    Mistake("the loop stops before t = 0",
-            "range(T - 1, 0, -1) ends at t = 1: step 0's share of dx and of the weight "
-            "gradients is missing, and dh0 is what step 0 passes back. Loop over "
-            "reversed(range(T)).", wrong=_bptt_with(skip_first=True)),
-    Mistake("tanh derivative taken at h_{t-1}",
-            "h_t = tanh(a_t), so dh_t/da_t = 1 - h_t**2, with the step's own output h_t, not "
-            "the previous one.", wrong=_bptt_with(tanh_of_prev=True)),
-    Mistake("dW_hh computed with h_t instead of h_{t-1}",
-            "a_t = ... + h_{t-1} Whh, so dWhh += h_{t-1}.T @ da_t (h0 at t = 0).",
+    Mistake(name="h[:, t - 1] at t = 0 (the last state, not h0)",
+            hint="at t = 0 the previous state is h0: h[:, -1] is Python's last entry, the final "
+                 "state. Use h_prev = h[:, t - 1] if t > 0 else h0.", wrong=_bptt_with(wraps=True)),
+    Mistake(name="the gradient from step t+1 added after the tanh derivative",
+            hint="h_t feeds both the loss at step t and step t+1, so both gradients reach h_t: add "
+                 "dnext to dh[:, t] first, then multiply the sum by 1 - h_t**2 "
+                 "(da_t = (dh[:, t] + dnext) * (1 - h_t**2)).", wrong=_bptt_with(late_dnext=True)),
+    Mistake(name="the loop stops before t = 0",
+            hint="range(T - 1, 0, -1) ends at t = 1: step 0's share of dx and of the weight "
+                 "gradients is missing, and dh0 is what step 0 passes back. Loop over "
+                 "reversed(range(T)).", wrong=_bptt_with(skip_first=True)),
+    Mistake(name="tanh derivative taken at h_{t-1}",
+            hint="h_t = tanh(a_t), so dh_t/da_t = 1 - h_t**2, with the step's own output h_t, not "
+                 "the previous one.", wrong=_bptt_with(tanh_of_prev=True)),
+    Mistake(name="dW_hh computed with h_t instead of h_{t-1}",
+            hint="a_t = ... + h_{t-1} Whh, so dWhh += h_{t-1}.T @ da_t (h0 at t = 0).",
             wrong=_bptt_with(whh_from_prev=False)),
-    Mistake("the loop runs forward in time",
-            "the gradient reaching h_t comes from step t+1, so it exists only once that step is "
-            "done: loop t = T-1 down to 0 (reversed(range(T))).",
+    Mistake(name="the loop runs forward in time",
+            hint="the gradient reaching h_t comes from step t+1, so it exists only once that step is "
+                 "done: loop t = T-1 down to 0 (reversed(range(T))).",
             wrong=_bptt_with(backwards=False)),
-    Mistake("W_hh not transposed when passing the gradient back",
-            "the gradient reaching h_{t-1} is da_t @ Whh.T.",
+    Mistake(name="W_hh not transposed when passing the gradient back",
+            hint="the gradient reaching h_{t-1} is da_t @ Whh.T.",
             wrong=_bptt_with(transpose=False)),
 ]
 
@@ -383,26 +383,26 @@ def _lstm(x, h_prev, c_prev, W, b, gate=sigmoid, cand=np.tanh, swap_if=False, ou
 
 _lstm_with = switched(_lstm)
 LSTM_MISTAKES = [
-    Mistake("gate nonlinearity swapped",
-            "the gates i, f, o use the sigmoid (values in (0, 1), how much to let through); "
-            "the candidate c_tilde uses tanh.",
+    Mistake(name="gate nonlinearity swapped",
+            hint="the gates i, f, o use the sigmoid (values in (0, 1), how much to let through); "
+                 "the candidate c_tilde uses tanh.",
             wrong=_lstm_with(gate=np.tanh, cand=sigmoid)),
-    Mistake("candidate squashed by a sigmoid like the gates",
-            "only the gates i, f, o use the sigmoid; the candidate c_tilde uses tanh, so it "
-            "can be negative (values in (-1, 1)).",
+    Mistake(name="candidate squashed by a sigmoid like the gates",
+            hint="only the gates i, f, o use the sigmoid; the candidate c_tilde uses tanh, so it "
+                 "can be negative (values in (-1, 1)).",
             wrong=_lstm_with(cand=sigmoid)),
-    Mistake("forget gate applied to the input instead of the cell",
-            "c = f * c_prev + i * c_tilde: f decides how much history to keep, i how much new.",
+    Mistake(name="forget gate applied to the input instead of the cell",
+            hint="c = f * c_prev + i * c_tilde: f decides how much history to keep, i how much new.",
             wrong=_lstm_with(swap_if=True)),
-    Mistake("output without tanh of the cell",
-            "h = o * tanh(c): the cell is squashed into (-1, 1) before the output gate.",
+    Mistake(name="output without tanh of the cell",
+            hint="h = o * tanh(c): the cell is squashed into (-1, 1) before the output gate.",
             wrong=_lstm_with(out_tanh=False)),
-    Mistake("input concatenated as [x, h_prev]",
-            "W acts on [h_prev, x] (h_prev first), as in the CS182 slides' W [h_{t-1}, x_t].",
+    Mistake(name="input concatenated as [x, h_prev]",
+            hint="W acts on [h_prev, x] (h_prev first), as in the CS182 slides' W [h_{t-1}, x_t].",
             wrong=_lstm_with(x_first=True)),
-    Mistake("gate blocks in the wrong order",
-            "the 4H columns of z are i, f, o, c_tilde in that order (torch.nn.LSTM puts the "
-            "candidate third: i, f, c_tilde, o).",
+    Mistake(name="gate blocks in the wrong order",
+            hint="the 4H columns of z are i, f, o, c_tilde in that order (torch.nn.LSTM puts the "
+                 "candidate third: i, f, c_tilde, o).",
             wrong=_lstm_with(order="ifco")),
 ]
 

@@ -59,37 +59,37 @@ def _halves(positions, d_model):
 
 
 SINUSOIDAL_MISTAKES = [
-    Mistake("exponent 2 dim per dimension instead of 2i per pair",
-            "in omega_i = 10000^(-2i/d_model), i counts pairs: dimensions 2i and 2i+1 share one "
-            "i (i = dim // 2), so do not put the dimension index dim itself into 2i.",
+    Mistake(name="exponent 2 dim per dimension instead of 2i per pair",
+            hint="in omega_i = 10000^(-2i/d_model), i counts pairs: dimensions 2i and 2i+1 share one "
+                 "i (i = dim // 2), so do not put the dimension index dim itself into 2i.",
             wrong=lambda positions, d_model: _per_dimension(positions, d_model, lambda dim: 2 * dim)),
-    Mistake("sin and cos of a pair at different frequencies",
-            "the exponent dim/d_model with the dimension index dim gives the cosine of a pair a "
-            "slightly lower frequency than its sine; both use omega_i with i = dim // 2.",
+    Mistake(name="sin and cos of a pair at different frequencies",
+            hint="the exponent dim/d_model with the dimension index dim gives the cosine of a pair a "
+                 "slightly lower frequency than its sine; both use omega_i with i = dim // 2.",
             wrong=lambda positions, d_model: _per_dimension(positions, d_model, lambda dim: dim)),
-    Mistake("exponent i/d_model instead of 2i/d_model",
-            "the exponent is 2i / d_model (eq. 10), so the slowest pair reaches almost 1/10000.",
+    Mistake(name="exponent i/d_model instead of 2i/d_model",
+            hint="the exponent is 2i / d_model (eq. 10), so the slowest pair reaches almost 1/10000.",
             wrong=lambda positions, d_model: _interleave(*_pairs(positions, d_model, k_scale=1.0))),
-    Mistake("omega_i = 10000^(2i/d_model) without the minus sign",
-            "the frequencies fall from 1 to about 1/10000: omega_i = 1 / 10000^(2i/d_model), "
-            "a negative exponent.",
+    Mistake(name="omega_i = 10000^(2i/d_model) without the minus sign",
+            hint="the frequencies fall from 1 to about 1/10000: omega_i = 1 / 10000^(2i/d_model), "
+                 "a negative exponent.",
             wrong=lambda positions, d_model: _interleave(*_pairs(positions, d_model, k_scale=-2.0))),
-    Mistake("base 1000 instead of 10000",
-            "the wavelengths grow geometrically up to 10000 * 2 pi: the base is 10000.",
+    Mistake(name="base 1000 instead of 10000",
+            hint="the wavelengths grow geometrically up to 10000 * 2 pi: the base is 10000.",
             wrong=lambda positions, d_model: _interleave(*_pairs(positions, d_model, base=1000.0))),
-    Mistake("sin/cos order swapped",
-            "Week 7's eq. (11) puts the sine first: P[t, 2i] = sin(omega_i t), "
-            "P[t, 2i+1] = cos(omega_i t).",
+    Mistake(name="sin/cos order swapped",
+            hint="Week 7's eq. (11) puts the sine first: P[t, 2i] = sin(omega_i t), "
+                 "P[t, 2i+1] = cos(omega_i t).",
             wrong=_swapped),
-    Mistake("sines and cosines in separate halves",
-            "the sines and cosines alternate dimension by dimension (Week 7, eq. (11)), they are "
-            "not concatenated as [all sines, all cosines].", wrong=_halves),
-    Mistake("positions ignored",
-            "use the values in `positions` (Week 7 counts from t = 1), not 0 .. T-1.",
+    Mistake(name="sines and cosines in separate halves",
+            hint="the sines and cosines alternate dimension by dimension (Week 7, eq. (11)), they are "
+                 "not concatenated as [all sines, all cosines].", wrong=_halves),
+    Mistake(name="positions ignored",
+            hint="use the values in `positions` (Week 7 counts from t = 1), not 0 .. T-1.",
             wrong=lambda positions, d_model: sinusoidal_encoding(np.arange(len(positions)), d_model)),
-    Mistake("positions ignored (counted 1 .. T)",
-            "use the values in `positions`: Week 7 counts from t = 1, but the positions given "
-            "may start anywhere, so 1 .. T is right only when they are 1 .. T.",
+    Mistake(name="positions ignored (counted 1 .. T)",
+            hint="use the values in `positions`: Week 7 counts from t = 1, but the positions given "
+                 "may start anywhere, so 1 .. T is right only when they are 1 .. T.",
             wrong=lambda positions, d_model: sinusoidal_encoding(np.arange(1, len(positions) + 1), d_model)),
 ]
 
@@ -134,24 +134,24 @@ def _theta(tau, d_model, k_scale=2.0):
 
 
 ROTATION_MISTAKES = [
-    Mistake("rotation sign flipped",
-            "with the blocks [[cos, -sin], [sin, cos]] you get A(tau) P[t] = P[t - tau]; Week 7 "
-            "uses the blocks [[cos, sin], [-sin, cos]] so that A(tau) P[t] = P[t + tau].",
+    Mistake(name="rotation sign flipped",
+            hint="with the blocks [[cos, -sin], [sin, cos]] you get A(tau) P[t] = P[t - tau]; Week 7 "
+                 "uses the blocks [[cos, sin], [-sin, cos]] so that A(tau) P[t] = P[t + tau].",
             wrong=lambda tau, d_model: rotation_matrix(-tau, d_model)),
-    Mistake("same angle tau in every block",
-            "block i rotates by omega_i * tau, not by tau: each pair turns at its own frequency.",
+    Mistake(name="same angle tau in every block",
+            hint="block i rotates by omega_i * tau, not by tau: each pair turns at its own frequency.",
             wrong=lambda tau, d_model: _blocks(np.cos(tau), np.sin(tau), _adjacent, d_model)),
-    Mistake("blocks on the wrong pairs of dimensions",
-            "the sinusoidal encoding pairs adjacent dimensions (2i, 2i+1); a block that mixes "
-            "i and i + d_model/2 rotates a sine of one frequency into a sine of another.",
+    Mistake(name="blocks on the wrong pairs of dimensions",
+            hint="the sinusoidal encoding pairs adjacent dimensions (2i, 2i+1); a block that mixes "
+                 "i and i + d_model/2 rotates a sine of one frequency into a sine of another.",
             wrong=lambda tau, d_model: _blocks(np.cos(_theta(tau, d_model)), np.sin(_theta(tau, d_model)),
                                              _split_halves, d_model)),
-    Mistake("blocks that overlap (block i at rows i, i + 1)",
-            "block i sits on rows and columns 2i and 2i + 1: A[2*i:2*i + 2, 2*i:2*i + 2]. "
-            "With A[i:i + 2, i:i + 2] each block overwrites half of the one before.",
+    Mistake(name="blocks that overlap (block i at rows i, i + 1)",
+            hint="block i sits on rows and columns 2i and 2i + 1: A[2*i:2*i + 2, 2*i:2*i + 2]. "
+                 "With A[i:i + 2, i:i + 2] each block overwrites half of the one before.",
             wrong=lambda tau, d_model: _overlapping(tau, d_model)),
-    Mistake("exponent i/d_model instead of 2i/d_model",
-            "use the same omega_i as the encoding: 10000^(-2i/d_model).",
+    Mistake(name="exponent i/d_model instead of 2i/d_model",
+            hint="use the same omega_i as the encoding: 10000^(-2i/d_model).",
             wrong=lambda tau, d_model: _blocks(np.cos(_theta(tau, d_model, 1.0)),
                                                np.sin(_theta(tau, d_model, 1.0)), _adjacent, d_model)),
 ]
@@ -205,29 +205,29 @@ def _rope_with(sign=1.0, halves=False, row_index=False):
 
 
 ROPE_MISTAKES = [
-    Mistake("RoPE pairing convention mixed",
-            "this course rotates adjacent pairs (x[2i], x[2i+1]), the same pairs as A(tau); you "
-            "paired x[i] with x[i + d/2] (the 'rotate half' convention of some libraries).",
+    Mistake(name="RoPE pairing convention mixed",
+            hint="this course rotates adjacent pairs (x[2i], x[2i+1]), the same pairs as A(tau); you "
+                 "paired x[i] with x[i + d/2] (the 'rotate half' convention of some libraries).",
             wrong=_rope_with(halves=True)),
-    Mistake("rotation sign flipped",
-            "RoPE turns each pair by +omega_i t (Su et al.): out[2i] = cos * x[2i] - sin * x[2i+1], "
-            "out[2i+1] = sin * x[2i] + cos * x[2i+1]. The blocks of A(t) from the previous "
-            "exercise turn the other way (R(t) = A(t)^T = A(-t)).",
+    Mistake(name="rotation sign flipped",
+            hint="RoPE turns each pair by +omega_i t (Su et al.): out[2i] = cos * x[2i] - sin * x[2i+1], "
+                 "out[2i+1] = sin * x[2i] + cos * x[2i+1]. The blocks of A(t) from the previous "
+                 "exercise turn the other way (R(t) = A(t)^T = A(-t)).",
             wrong=_rope_with(sign=-1.0)),
-    Mistake("RoPE pairing convention mixed and rotation sign flipped",
-            "pair adjacent dimensions (2i, 2i+1), and use RoPE's blocks [[cos, -sin], [sin, cos]].",
+    Mistake(name="RoPE pairing convention mixed and rotation sign flipped",
+            hint="pair adjacent dimensions (2i, 2i+1), and use RoPE's blocks [[cos, -sin], [sin, cos]].",
             wrong=_rope_with(halves=True, sign=-1.0)),
-    Mistake("one half of each pair rotated from the other's new value",
-            "out[2i] and out[2i+1] both come from the old x[2i] and x[2i+1]: writing the even "
-            "entries into x first, then the odd ones from them, uses a rotated x[2i]. Compute "
-            "both into a new array (or keep copies of the old halves).",
+    Mistake(name="one half of each pair rotated from the other's new value",
+            hint="out[2i] and out[2i+1] both come from the old x[2i] and x[2i+1]: writing the even "
+                 "entries into x first, then the odd ones from them, uses a rotated x[2i]. Compute "
+                 "both into a new array (or keep copies of the old halves).",
             wrong=_rope_overwritten,
             detect=any_of(_rope_overwritten, lambda x, positions: _rope_overwritten(x, positions, first=1))),
-    Mistake("encoding added instead of rotating",
-            "RoPE does not add P[t]: it rotates each pair of x by the angle omega_i * t.",
+    Mistake(name="encoding added instead of rotating",
+            hint="RoPE does not add P[t]: it rotates each pair of x by the angle omega_i * t.",
             wrong=lambda x, positions: x + sinusoidal_encoding(positions, x.shape[-1])),
-    Mistake("positions ignored",
-            "rotate row t by the angle of positions[t], not of its row index.",
+    Mistake(name="positions ignored",
+            hint="rotate row t by the angle of positions[t], not of its row index.",
             wrong=_rope_with(row_index=True)),
 ]
 

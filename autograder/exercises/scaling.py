@@ -74,45 +74,45 @@ def _counted(**switches):
 
 
 COUNT_MISTAKES = (
-    Mistake("biases left out",
-            "every linear layer has a bias: b_q, b_k, b_v (n_heads * d_head each), b_o (d_model), "
-            "b_1 (d_ff) and b_2 (d_model), in every block.", _counted(biases=False)),
-    Mistake("MLP biases left out",
-            "the MLP's two linear layers have biases too: b_1 (d_ff) and b_2 (d_model) per block.",
-            _counted(mlp_biases_out=True)),
-    Mistake("attention biases left out",
-            "W_q, W_k, W_v and W_o each have a bias too: 4 * d_model per block.",
-            _counted(attention_biases=False)),
-    Mistake("layer-norm parameters left out",
-            "each layer norm has a gain gamma and a shift beta of d_model numbers each: two layer "
-            "norms per block and a final one.", _counted(layernorm=False)),
-    Mistake("one layer norm per block instead of two",
-            "a Pre-LN block normalises before attention and again before the MLP: 2 * 2 * d_model "
-            "per block.",
-            _counted(one_norm_per_block=True)),
-    Mistake("final layer norm forgotten",
-            "after the last block a final layer norm (2 * d_model) comes before the output layer.",
-            _counted(final_norm_out=True)),
-    Mistake("output matrix counted although tied",
-            "with tied=True the output layer *is* the token embedding W_E: count it once.",
-            _counted(tied=False)),
-    Mistake("output matrix forgotten when untied",
-            "with tied=False the output layer has its own vocab_size x d_model matrix (no bias).",
-            _counted(tied=True)),
-    Mistake("position embeddings forgotten",
-            "a GPT learns one vector per position: n_ctx x d_model more.",
-            _counted(learned_positions=False)),
-    Mistake("d_ff assumed to be 4 * d_model",
-            "use the d_ff you are given; 4 * d_model is only GPT's usual choice.",
-            _counted(d_ff=None)),
-    Mistake("attention output projection W_o forgotten",
-            "after the heads are concatenated, W_o (d_model x d_model, with a bias) maps them "
-            "back: 4 weight matrices per attention layer, not 3.",
-            _counted(w_o_out=True)),
-    Mistake("each head given full d_model x d_model projections",
-            "the heads split d_model: head j has d_head = d_model / n_heads columns of W_q, W_k "
-            "and W_v, so the number of heads does not change the count.",
-            _counted(full_heads=True)),
+    Mistake(name="biases left out",
+            hint="every linear layer has a bias: b_q, b_k, b_v (n_heads * d_head each), b_o (d_model), "
+                 "b_1 (d_ff) and b_2 (d_model), in every block.", wrong=_counted(biases=False)),
+    Mistake(name="MLP biases left out",
+            hint="the MLP's two linear layers have biases too: b_1 (d_ff) and b_2 (d_model) per block.",
+            wrong=_counted(mlp_biases_out=True)),
+    Mistake(name="attention biases left out",
+            hint="W_q, W_k, W_v and W_o each have a bias too: 4 * d_model per block.",
+            wrong=_counted(attention_biases=False)),
+    Mistake(name="layer-norm parameters left out",
+            hint="each layer norm has a gain gamma and a shift beta of d_model numbers each: two layer "
+                 "norms per block and a final one.", wrong=_counted(layernorm=False)),
+    Mistake(name="one layer norm per block instead of two",
+            hint="a Pre-LN block normalises before attention and again before the MLP: 2 * 2 * d_model "
+                 "per block.",
+            wrong=_counted(one_norm_per_block=True)),
+    Mistake(name="final layer norm forgotten",
+            hint="after the last block a final layer norm (2 * d_model) comes before the output layer.",
+            wrong=_counted(final_norm_out=True)),
+    Mistake(name="output matrix counted although tied",
+            hint="with tied=True the output layer *is* the token embedding W_E: count it once.",
+            wrong=_counted(tied=False)),
+    Mistake(name="output matrix forgotten when untied",
+            hint="with tied=False the output layer has its own vocab_size x d_model matrix (no bias).",
+            wrong=_counted(tied=True)),
+    Mistake(name="position embeddings forgotten",
+            hint="a GPT learns one vector per position: n_ctx x d_model more.",
+            wrong=_counted(learned_positions=False)),
+    Mistake(name="d_ff assumed to be 4 * d_model",
+            hint="use the d_ff you are given; 4 * d_model is only GPT's usual choice.",
+            wrong=_counted(d_ff=None)),
+    Mistake(name="attention output projection W_o forgotten",
+            hint="after the heads are concatenated, W_o (d_model x d_model, with a bias) maps them "
+                 "back: 4 weight matrices per attention layer, not 3.",
+            wrong=_counted(w_o_out=True)),
+    Mistake(name="each head given full d_model x d_model projections",
+            hint="the heads split d_model: head j has d_head = d_model / n_heads columns of W_q, W_k "
+                 "and W_v, so the number of heads does not change the count.",
+            wrong=_counted(full_heads=True)),
 )
 
 
@@ -203,19 +203,19 @@ COMPUTE_EQUIVALENT = {
 }
 
 COMPUTE_MISTAKES = (
-    Mistake("2 N D instead of 6 N D (the forward pass only)",
-            "the forward pass costs 2 FLOPs per parameter per token and the backward pass twice "
-            "that (one product for the input's gradient, one for the weight's): 6 N D.",
-            _compute_with(2)),
-    Mistake("4 N D: the backward pass costed like the forward",
-            "the backward pass computes two products per weight (dL/dx and dL/dW), 4 FLOPs per "
-            "parameter per token, so the total is 2 + 4 = 6 N D.", _compute_with(4)),
-    Mistake("petaflop/s-day taken as 1e15 FLOPs",
-            "a petaflop/s-day is 1e15 FLOPs per second for a whole day: 1e15 x 86400 = 8.64e19 "
-            "FLOPs.", _compute_with(6, 1e15)),
-    Mistake("a day counted as 24 (hours), not 86400 seconds",
-            "petaflop/s is per second, so a day is 24 x 3600 = 86400 of them: 8.64e19 FLOPs.",
-            _compute_with(6, 1e15 * 24)),
+    Mistake(name="2 N D instead of 6 N D (the forward pass only)",
+            hint="the forward pass costs 2 FLOPs per parameter per token and the backward pass twice "
+                 "that (one product for the input's gradient, one for the weight's): 6 N D.",
+            wrong=_compute_with(2)),
+    Mistake(name="4 N D: the backward pass costed like the forward",
+            hint="the backward pass computes two products per weight (dL/dx and dL/dW), 4 FLOPs per "
+                 "parameter per token, so the total is 2 + 4 = 6 N D.", wrong=_compute_with(4)),
+    Mistake(name="petaflop/s-day taken as 1e15 FLOPs",
+            hint="a petaflop/s-day is 1e15 FLOPs per second for a whole day: 1e15 x 86400 = 8.64e19 "
+                 "FLOPs.", wrong=_compute_with(6, 1e15)),
+    Mistake(name="a day counted as 24 (hours), not 86400 seconds",
+            hint="petaflop/s is per second, so a day is 24 x 3600 = 86400 of them: 8.64e19 FLOPs.",
+            wrong=_compute_with(6, 1e15 * 24)),
 )
 
 
@@ -256,28 +256,28 @@ def _memory_with(adam_states=2, master=None, master_bytes=lambda b: 4, gradients
 
 
 MEMORY_MISTAKES = (
-    Mistake("Adam states forgotten",
-            "Adam keeps two numbers per parameter, its first and second moments, in fp32: 8 bytes per "
-            "parameter on top of the weights and gradients.", _memory_with(adam_states=0)),
-    Mistake("only one Adam state (4 bytes per parameter)",
-            "Adam keeps a running mean of the gradients *and* a running mean of their squares, "
-            "each in fp32: 4 + 4 bytes per parameter.", _memory_with(adam_states=1)),
-    Mistake("Adam's two moments kept in the working precision",
-            "the optimizer's states stay in fp32 whatever the precision of the weights: "
-            "4 + 4 bytes per parameter, not 2 * bytes_per_param.",
-            _memory_with(adam_bytes=lambda b: b)),
-    Mistake("fp32 master copy forgotten",
-            "in mixed precision (master_weights=True) the optimizer updates an fp32 copy of the "
-            "weights: 4 more bytes per parameter.", _memory_with(master=False)),
-    Mistake("master copy kept in the working precision",
-            "the master copy exists to hold the small updates that fp16/bf16 would round away: "
-            "it is fp32, 4 bytes per parameter.", _memory_with(master_bytes=lambda b: b)),
-    Mistake("master copy counted without mixed precision",
-            "with master_weights=False the weights themselves are what the optimizer updates: "
-            "there is no separate copy.", _memory_with(master=True)),
-    Mistake("gradients forgotten",
-            "backpropagation stores one gradient per parameter, in the working precision.",
-            _memory_with(gradients=False)),
+    Mistake(name="Adam states forgotten",
+            hint="Adam keeps two numbers per parameter, its first and second moments, in fp32: 8 bytes per "
+                 "parameter on top of the weights and gradients.", wrong=_memory_with(adam_states=0)),
+    Mistake(name="only one Adam state (4 bytes per parameter)",
+            hint="Adam keeps a running mean of the gradients *and* a running mean of their squares, "
+                 "each in fp32: 4 + 4 bytes per parameter.", wrong=_memory_with(adam_states=1)),
+    Mistake(name="Adam's two moments kept in the working precision",
+            hint="the optimizer's states stay in fp32 whatever the precision of the weights: "
+                 "4 + 4 bytes per parameter, not 2 * bytes_per_param.",
+            wrong=_memory_with(adam_bytes=lambda b: b)),
+    Mistake(name="fp32 master copy forgotten",
+            hint="in mixed precision (master_weights=True) the optimizer updates an fp32 copy of the "
+                 "weights: 4 more bytes per parameter.", wrong=_memory_with(master=False)),
+    Mistake(name="master copy kept in the working precision",
+            hint="the master copy exists to hold the small updates that fp16/bf16 would round away: "
+                 "it is fp32, 4 bytes per parameter.", wrong=_memory_with(master_bytes=lambda b: b)),
+    Mistake(name="master copy counted without mixed precision",
+            hint="with master_weights=False the weights themselves are what the optimizer updates: "
+                 "there is no separate copy.", wrong=_memory_with(master=True)),
+    Mistake(name="gradients forgotten",
+            hint="backpropagation stores one gradient per parameter, in the working precision.",
+            wrong=_memory_with(gradients=False)),
 )
 
 MEMORY_EQUIVALENT = {
@@ -323,18 +323,18 @@ def _kv_times(factor):
 
 
 KV_MISTAKES = (
-    Mistake("keys only: the factor 2 for K and V missing",
-            "each position keeps a key *and* a value vector in every layer: 2 x n_layers x "
-            "d_model numbers.", _kv_times(lambda **_: 0.5)),
-    Mistake("one layer only",
-            "every layer has its own keys and values: multiply by n_layers.",
-            _kv_times(lambda n_layers, **_: 1 / n_layers)),
-    Mistake("batch left out",
-            "each of the batch sequences has its own cache: multiply by batch.",
-            _kv_times(lambda batch, **_: 1 / batch)),
-    Mistake("numbers counted, not bytes",
-            "multiply the number of cached values by bytes_per_value (2 for fp16/bf16).",
-            _kv_times(lambda bytes_per_value, **_: 1 / bytes_per_value)),
+    Mistake(name="keys only: the factor 2 for K and V missing",
+            hint="each position keeps a key *and* a value vector in every layer: 2 x n_layers x "
+                 "d_model numbers.", wrong=_kv_times(lambda **_: 0.5)),
+    Mistake(name="one layer only",
+            hint="every layer has its own keys and values: multiply by n_layers.",
+            wrong=_kv_times(lambda n_layers, **_: 1 / n_layers)),
+    Mistake(name="batch left out",
+            hint="each of the batch sequences has its own cache: multiply by batch.",
+            wrong=_kv_times(lambda batch, **_: 1 / batch)),
+    Mistake(name="numbers counted, not bytes",
+            hint="multiply the number of cached values by bytes_per_value (2 for fp16/bf16).",
+            wrong=_kv_times(lambda bytes_per_value, **_: 1 / bytes_per_value)),
 )
 
 _KV_CALL = "kv_cache_bytes: scaling.kv_cache_bytes(n_layers, d_model, batch, context, by -> "
@@ -373,20 +373,20 @@ def _days_times(factor):
 
 
 TIME_MISTAKES = (
-    Mistake("utilisation applied the wrong way round",
-            "a device achieves only utilisation x peak FLOP/s, so the run takes *longer* than at "
-            "peak: divide by n_devices x peak_flops x utilisation.",
-            _days_times(lambda utilisation, **_: utilisation ** 2)),
-    Mistake("utilisation ignored",
-            "no device runs at its peak: the achieved rate is utilisation x peak_flops.",
-            _days_times(lambda utilisation, **_: utilisation)),
-    Mistake("devices left out",
-            "the work is shared by n_devices accelerators: divide by n_devices as well.",
-            _days_times(lambda n_devices, **_: n_devices)),
-    Mistake("seconds, not days", "FLOPs / (FLOP/s) is in seconds; a day has 86400 of them.",
-            _days_times(lambda **_: 86400)),
-    Mistake("hours, not days", "divide the seconds by 86400 = 24 x 3600 to get days.",
-            _days_times(lambda **_: 24)),
+    Mistake(name="utilisation applied the wrong way round",
+            hint="a device achieves only utilisation x peak FLOP/s, so the run takes *longer* than at "
+                 "peak: divide by n_devices x peak_flops x utilisation.",
+            wrong=_days_times(lambda utilisation, **_: utilisation ** 2)),
+    Mistake(name="utilisation ignored",
+            hint="no device runs at its peak: the achieved rate is utilisation x peak_flops.",
+            wrong=_days_times(lambda utilisation, **_: utilisation)),
+    Mistake(name="devices left out",
+            hint="the work is shared by n_devices accelerators: divide by n_devices as well.",
+            wrong=_days_times(lambda n_devices, **_: n_devices)),
+    Mistake(name="seconds, not days", hint="FLOPs / (FLOP/s) is in seconds; a day has 86400 of them.",
+            wrong=_days_times(lambda **_: 86400)),
+    Mistake(name="hours, not days", hint="divide the seconds by 86400 = 24 x 3600 to get days.",
+            wrong=_days_times(lambda **_: 24)),
 )
 
 _DAYS_CALL = ("training_days: scaling.training_days(flops, n_devices, peak_flops, utilisat -> "

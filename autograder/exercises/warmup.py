@@ -110,22 +110,22 @@ EXERCISES = [
         forbidden=FORBIDDEN,
         equivalent=SOFTMAX_EQUIVALENT,
         mistakes=[
-            Mistake("no max-subtraction",
-                    "exp() of large logits overflows to inf and the result becomes NaN; "
-                    "subtract the maximum along the axis before exp().", wrong=_no_max),
-            Mistake("normalised over the wrong axis",
-                    "the sums must run along `axis` (use axis=axis, keepdims=True).",
+            Mistake(name="no max-subtraction",
+                    hint="exp() of large logits overflows to inf and the result becomes NaN; "
+                         "subtract the maximum along the axis before exp().", wrong=_no_max),
+            Mistake(name="normalised over the wrong axis",
+                    hint="the sums must run along `axis` (use axis=axis, keepdims=True).",
                     wrong=_last_axis),
-            Mistake("maximum taken over the whole array",
-                    "subtract the maximum of each slice along `axis` (keepdims=True), not the "
-                    "global maximum: a row far below the global maximum underflows to 0/0.",
+            Mistake(name="maximum taken over the whole array",
+                    hint="subtract the maximum of each slice along `axis` (keepdims=True), not the "
+                         "global maximum: a row far below the global maximum underflows to 0/0.",
                     wrong=_global_max),
-            Mistake("the log of the softmax returned",
-                    "z - max - log(sum(exp(z - max))) is log s, the log-softmax: return its "
-                    "exp, or exp(z - max) / sum(exp(z - max)) directly.",
+            Mistake(name="the log of the softmax returned",
+                    hint="z - max - log(sum(exp(z - max))) is log s, the log-softmax: return its "
+                         "exp, or exp(z - max) / sum(exp(z - max)) directly.",
                     wrong=_log_softmax),
-            Mistake("not normalised",
-                    "divide exp(z - max) by its sum along the axis so each slice sums to 1.",
+            Mistake(name="not normalised",
+                    hint="divide exp(z - max) by its sum along the axis so each slice sums to 1.",
                     detect=lambda case, got, want: np.allclose(
                         got[0] / np.sum(got[0], axis=case["axis"], keepdims=True), want[0])),
         ],
@@ -141,22 +141,22 @@ EXERCISES = [
         output_names=("dz",),
         forbidden=FORBIDDEN,
         mistakes=[
-            Mistake("softmax backward missing the sum term",
-                    "the Jacobian is diag(s) - s s^T: besides s * g there is the term "
-                    "-s * sum(g * s) along the axis.", wrong=lambda s, g, axis=-1: s * g),
-            Mistake("only the diagonal of the Jacobian (the sigmoid's derivative s(1 - s))",
-                    "every output of a softmax depends on every input: the Jacobian is "
-                    "diag(s) - s s^T, not diag(s(1 - s)), so dz = s * (g - sum(g * s)) along the axis.",
+            Mistake(name="softmax backward missing the sum term",
+                    hint="the Jacobian is diag(s) - s s^T: besides s * g there is the term "
+                         "-s * sum(g * s) along the axis.", wrong=lambda s, g, axis=-1: s * g),
+            Mistake(name="only the diagonal of the Jacobian (the sigmoid's derivative s(1 - s))",
+                    hint="every output of a softmax depends on every input: the Jacobian is "
+                         "diag(s) - s s^T, not diag(s(1 - s)), so dz = s * (g - sum(g * s)) along the axis.",
                     wrong=lambda s, g, axis=-1: s * (1 - s) * g),
-            Mistake("sum term with the wrong sign",
-                    "dz = s * (g - sum(g * s)): the sum is subtracted.",
+            Mistake(name="sum term with the wrong sign",
+                    hint="dz = s * (g - sum(g * s)): the sum is subtracted.",
                     wrong=lambda s, g, axis=-1: s * (g + np.sum(g * s, axis=axis, keepdims=True))),
-            Mistake("sum over the wrong axis",
-                    "the inner product <g, s> runs along `axis` (keepdims=True).",
+            Mistake(name="sum over the wrong axis",
+                    hint="the inner product <g, s> runs along `axis` (keepdims=True).",
                     wrong=lambda s, g, axis=-1: s * (g - np.sum(g * s, axis=-1, keepdims=True))),
-            Mistake("sum without keepdims",
-                    "sum(g * s, axis=axis) drops the axis, so it broadcasts against the wrong "
-                    "dimension; pass keepdims=True.",
+            Mistake(name="sum without keepdims",
+                    hint="sum(g * s, axis=axis) drops the axis, so it broadcasts against the wrong "
+                         "dimension; pass keepdims=True.",
                     wrong=lambda s, g, axis=-1: s * (g - np.sum(g * s, axis=axis))),
         ],
     ),

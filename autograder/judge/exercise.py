@@ -31,15 +31,20 @@ Case = dict  # keyword arguments for one call: {"Q": array, "K": array, ..., "ma
 Outputs = tuple  # a tuple of numpy arrays, one per returned value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Mistake:
-    """One plausible wrong answer, recognised and named.
+    """One plausible wrong answer, recognised and named, declared with keywords only.
 
     ``wrong`` is a (trusted) implementation of the mistake: it takes a case's keyword
     arguments and returns what the mistaken code would return. The judge names the mistake
     when the learner's outputs match ``wrong``'s outputs on every case where ``wrong``
     differs from the reference. Alternatively ``detect(case, outputs, reference)`` may
     return True when it recognises the mistake directly from the outputs.
+
+    Two kinds of these the judge reads as data (``verdict``): a ``wrong`` made by a
+    ``switchable`` model is a ``Switched``, which says how it was made (two such mistakes
+    may be made at once), and a ``detect`` made by ``any_of`` is a ``Family``, which names
+    its models (a passing case may contradict them all).
     """
 
     name: str  # short, used in tests to check the feedback: "softmax over the wrong axis"
@@ -51,19 +56,37 @@ class Mistake:
         return f"Looks like {self.name}: {self.hint}"
 
 
-def switchable(factory: Callable[..., Callable]) -> Callable[..., Callable]:
+@dataclass(frozen=True)
+class Switched:
+    """A mistake of a model whose keyword switches each turn one on: ``factory(*fixed,
+    **switches)`` makes what the mistaken code computes, and ``Switched(...)(**case)`` returns
+    its outputs. As a ``Mistake.wrong`` it tells the judge how it was made, so that the judge
+    can turn on the switches of two listed mistakes at once (``both``,
+    ``verdict.identify_pair``)."""
+
+    factory: Callable[..., Callable]
+    fixed: tuple = ()
+    switches: dict = field(default_factory=dict, hash=False)
+    model: Callable = field(init=False, repr=False, compare=False)  # made once, as declared
+
+    def __post_init__(self):
+        object.__setattr__(self, "model", self.factory(*self.fixed, **self.switches))
+
+    def __call__(self, **case):
+        return self.model(**case)
+
+
+def switchable(factory: Callable[..., Callable]) -> Callable[..., Switched]:
     """Marks ``factory(*fixed, **switches) -> wrong``, a model of mistakes whose keyword
-    switches each turn one on: every ``wrong`` it makes remembers how, so that the judge can
-    turn on the switches of two listed mistakes at once (``verdict.identify_pair``)."""
+    switches each turn one on: ``switchable(factory)(*fixed, **switches)`` is that mistake,
+    a ``Switched``."""
     @functools.wraps(factory)
     def make(*fixed, **switches):
-        wrong = factory(*fixed, **switches)
-        wrong.switched = (factory, fixed, switches)
-        return wrong
+        return Switched(factory, fixed, switches)
     return make
 
 
-def switched(model: Callable[..., Any]) -> Callable[..., Callable]:
+def switched(model: Callable[..., Any]) -> Callable[..., Switched]:
     """The ``switchable`` factory of a model written as one function with keyword switches,
     ``model(**case, **switches)``: ``switched(model)(k=v)`` is its mistake with k set to v. Make
     it once per model (a pair needs both mistakes from one factory)."""
@@ -74,21 +97,28 @@ def switched(model: Callable[..., Any]) -> Callable[..., Callable]:
     return make
 
 
-def both(first: Callable, second: Callable) -> Callable | None:
-    """The model of two mistakes made at once: one ``switchable`` factory with the switches of
-    both, or None when they come from different models or set the same switch."""
-    a, b = getattr(first, "switched", None), getattr(second, "switched", None)
-    if a is None or b is None or a[0] is not b[0] or a[1] != b[1] or set(a[2]) & set(b[2]):
+def both(first: Callable, second: Callable) -> Switched | None:
+    """The model of two mistakes made at once: one ``Switched`` with the switches of both, or
+    None when they are not both ``Switched``, come from different models or set the same
+    switch."""
+    if not (isinstance(first, Switched) and isinstance(second, Switched)) \
+            or first.factory is not second.factory or first.fixed != second.fixed \
+            or set(first.switches) & set(second.switches):
         return None
-    return a[0](*a[1], **a[2], **b[2])
+    return Switched(first.factory, first.fixed, {**first.switches, **second.switches})
 
 
-def any_of(*models: Callable[..., Any]) -> Callable[[Case, "Outputs", "Outputs"], bool]:
+@dataclass(frozen=True)
+class Family:
     """A ``Mistake.detect`` that recognises the outputs of any of ``models``: variants of one
     bug (with a mask and without, before or after a cut). A model that raises on a case does
-    not match there."""
-    def detect(case, got, want):
-        for model in models:
+    not match there. As a record it tells the judge its models: a passing case may contradict
+    them all (``verdict._contradicted``)."""
+
+    models: tuple[Callable[..., Any], ...]
+
+    def __call__(self, case: Case, got: Outputs, want: Outputs) -> bool:
+        for model in self.models:
             try:
                 wrong = as_outputs(model(**copy.deepcopy(case)))
             except Exception:
@@ -98,8 +128,12 @@ def any_of(*models: Callable[..., Any]) -> Callable[[Case, "Outputs", "Outputs"]
                     for g, w in zip(got, wrong)):
                 return True
         return False
-    detect.models = models  # a passing case may contradict them all (``verdict._contradicted``)
-    return detect
+
+
+def any_of(*models: Callable[..., Any]) -> Family:
+    """The ``Family`` of ``models``, as a ``Mistake.detect`` is declared:
+    ``detect=any_of(model_a, model_b)``."""
+    return Family(models)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from autograder.judge.diagnose import close_per_output, diagnose, rounding, safe_outputs
-from autograder.judge.exercise import Exercise, Mistake, both
+from autograder.judge.exercise import Exercise, Family, Mistake, both
 from autograder.judge.explain import explain, output_kind
 from autograder.judge.features import in_words
 from autograder.kernel.hints import returned_tuple_hint
@@ -575,8 +575,8 @@ def identify_mistake(ex: Exercise, failing: list, passing: list = ()):
 
 
 def identify_pair(ex: Exercise, failing: list, passing: list = (), deadline: float | None = None):
-    """Two listed mistakes of one model (``exercise.switchable``) that, made together, explain
-    every failing case, with no passing case against them, or None. Only when exactly one
+    """Two listed mistakes of one model (each an ``exercise.Switched``) that, made together,
+    explain every failing case, with no passing case against them, or None. Only when exactly one
     pair fits (two pairs that say different things: no claim), on at least three numbers, and
     while ``deadline`` (the clock) allows."""
     if not failing or sum(int(np.size(w)) for _, _, want in failing for w in want) < 3:
@@ -587,7 +587,8 @@ def identify_pair(ex: Exercise, failing: list, passing: list = (), deadline: flo
         for second in listed[i + 1:]:
             wrong = both(first.wrong, second.wrong)
             if wrong is not None:
-                pairs.append((first, second, Mistake(f"{first.name}; {second.name}", "", wrong)))
+                joint = Mistake(name=f"{first.name}; {second.name}", hint="", wrong=wrong)
+                pairs.append((first, second, joint))
     fits = []
     for first, second, joint in pairs:
         if deadline is not None and time.monotonic() > deadline:
@@ -600,13 +601,13 @@ def identify_pair(ex: Exercise, failing: list, passing: list = (), deadline: flo
 
 def _contradicted(ex: Exercise, mistake, passing: list) -> bool:
     """Whether a passing case shows that the learner does not make ``mistake``: its ``wrong``
-    (or, for a ``detect`` made by ``any_of``, each of its models) gives other finite outputs
-    there (another ``detect`` cannot say, nor a model that raises or gives NaN: a mistake's
+    (or, for a ``detect`` that is an ``exercise.Family``, each of its models) gives other finite
+    outputs there (another ``detect`` cannot say, nor a model that raises or gives NaN: a mistake's
     model may leave out a guard the learner kept, as a softmax without its maximum that
     divides 0 by 0 where the learner's gives a fully masked query 0)."""
     if mistake.detect is None:
         return any(_differs_finitely(ex, got, safe_outputs(mistake.wrong, case)) for case, got in passing)
-    models = getattr(mistake.detect, "models", ())  # as ``any_of`` runs them: each on a copy
+    models = mistake.detect.models if isinstance(mistake.detect, Family) else ()  # each on a copy, as Family
     return bool(models) and any(all(_differs_finitely(ex, got, safe_outputs(model, copy.deepcopy(case)))
                                     for model in models) for case, got in passing)
 

@@ -17,7 +17,8 @@ def _cases(rng, hidden):
 
 EX = Exercise(id="demo.double", function="double", signature="double(x) -> y", cases=_cases,
               reference=lambda x: 2 * x, points=3, output_names=("y",),
-              mistakes=[Mistake("tripled instead of doubled", "multiply by 2.", wrong=lambda x: 3 * x)])
+              mistakes=[Mistake(name="tripled instead of doubled", hint="multiply by 2.",
+                                wrong=lambda x: 3 * x)])
 
 
 CASES = EX.graded_cases(TEST_KEY)
@@ -45,9 +46,9 @@ def _affine(factor=2.0, shift=0.0, square=False):
 
 PAIRS = Exercise(id="demo.pairs", function="double", signature="double(x) -> y", cases=_cases,
                  reference=lambda x: 2 * x, output_names=("y",),
-                 mistakes=[Mistake("tripled", "multiply by 2.", _affine(factor=3.0)),
-                           Mistake("shifted", "add nothing.", _affine(shift=1.0)),
-                           Mistake("squared", "do not square.", _affine(square=True))])
+                 mistakes=[Mistake(name="tripled", hint="multiply by 2.", wrong=_affine(factor=3.0)),
+                           Mistake(name="shifted", hint="add nothing.", wrong=_affine(shift=1.0)),
+                           Mistake(name="squared", hint="do not square.", wrong=_affine(square=True))])
 
 
 def test_two_listed_mistakes_at_once_are_named_together_and_only_when_one_pair_fits():
