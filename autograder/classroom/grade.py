@@ -213,23 +213,34 @@ def _keep(journal: Journal, outcome: Outcome, summary: Summary, again: bool = Fa
 
 
 def _ensure_assignment(course_root: Path, assignment: str, config) -> None:
-    """Generate the assignment into the course's gradebook unless it is there already."""
+    """Generate the assignment into the course's gradebook unless it is there already, so that
+    nbgrader records its notebook and cells as ``nbgrader generate_assignment`` does; refuse,
+    before anything is graded, where that did not put it in the gradebook the scores go to."""
     # lazy: nbgrader loads while the workers start (see the imports above)
     from nbgrader.api import Gradebook, MissingEntry
     from nbgrader.apps import NbGraderAPI
 
-    from autograder.pipeline.course import run_step
+    from autograder.pipeline.course import GradingError, run_step
 
     db = course_root / "gradebook.db"
-    if db.exists():
+
+    def registered() -> bool:
+        if not db.exists():
+            return False
         with Gradebook(f"sqlite:///{db}") as gb:
             try:
-                if gb.find_assignment(assignment).notebooks:
-                    return
+                return bool(gb.find_assignment(assignment).notebooks)
             except MissingEntry:
-                pass
+                return False
+
+    if registered():
+        return
     run_step(lambda: NbGraderAPI(config=config).generate_assignment(assignment),
              f"generate_assignment {assignment}")
+    if not registered():  # the course's config names another gradebook (CourseDirectory.db_url)
+        raise GradingError(f"{assignment} is not in {db} after nbgrader generate_assignment; run "
+                           f"`nbgrader generate_assignment {assignment} --db sqlite:///{db}` in "
+                           f"{course_root} and grade again")
 
 
 def export_csv(course_root: Path, csv_path: Path) -> Path:
