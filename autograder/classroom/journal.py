@@ -171,11 +171,11 @@ def course_config(course_root: Path):
     its ``nbgrader_config.py`` of old, ``configure(get_config())``, whose root is the repository,
     and nbgrader's own steps (generate_assignment, release_feedback) would work there instead.
     """
-    # lazy: autograder.config imports nbgrader, which must not delay the workers' start
+    # lazy: pipeline.config imports nbgrader, which must not delay the workers' start
     from traitlets.config import Config
     from traitlets.config.loader import PyFileConfigLoader
 
-    from autograder.config import configure
+    from autograder.pipeline.config import configure
 
     path = Path(course_root) / "nbgrader_config.py"
     if path.exists():

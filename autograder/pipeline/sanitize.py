@@ -49,7 +49,7 @@ import nh3
 from nbconvert.filters.markdown_mistune import MarkdownWithMath, markdown2html_mistune
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from autograder.header import header_cells
+from autograder.pipeline.header import header_cells
 from autograder.paths import SOLUTIONS
 from autograder.pipeline import mathml
 from autograder.pipeline.plan import GRADED
