@@ -186,7 +186,7 @@ SIDE_OF_MODULE = {
     "autograder.lab": TRUSTED,  # the Jupyter server's extension: it runs ``autograder validate``
     **{f"autograder.{name}": TRUSTED for name in ("authoring", "cli", "config", "grading",
                                                   "paths", "release", "startup", "validate")},
-    "autograder.judge.adequacy": TRUSTED,  # for authors and the tests, never in the check cell
+    "autograder.exercises.adequacy": TRUSTED,  # for authors and the tests, never in the check cell
 }
 
 
