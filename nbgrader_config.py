@@ -1,8 +1,13 @@
-# nbgrader configuration of this course directory; the settings live in autograder/config.py.
-from autograder.config import configure
-from autograder.validate import use_for_nbgrader_validate
+# nbgrader's configuration of this course directory: the course's grading pipeline
+# (autograder/pipeline/config.py), then this course's own settings.
+from pathlib import Path
 
-configure(get_config())  # noqa: F821 (get_config is provided by nbgrader)
+from autograder.pipeline.config import configure
+
+c = get_config()  # noqa: F821 (nbgrader provides it)
+configure(c, Path(__file__).resolve().parent)
 # `nbgrader validate` answers with the course's grader: nbgrader's own Validator would pass
 # every graded cell, since they only record outputs (see autograder/validate.py).
+from autograder.validate import use_for_nbgrader_validate  # noqa: E402
+
 use_for_nbgrader_validate()

@@ -90,7 +90,8 @@ def cmd_instructor_mode(args) -> int:
 
 def cmd_grade(args) -> int:
     # lazy, and light: the workers start before nbgrader is imported (``classroom.grade``)
-    from autograder.classroom.grade import export_csv, grade_submissions
+    from autograder.classroom.export import export_csv
+    from autograder.classroom.grade import grade_submissions
     from autograder.pipeline.sandbox import ISOLATION_ENV
 
     skip_slow_imports()

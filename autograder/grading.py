@@ -17,7 +17,7 @@ from time import monotonic
 
 import nbformat
 
-from autograder.config import SOLUTIONS
+from autograder.paths import SOLUTIONS
 from autograder.pipeline.assignment import assignments, notebooks, source
 from autograder.pipeline.course import Graded, GradingError, SandboxError, ScratchCourse
 from autograder.pipeline.execute import SandboxedExecute

@@ -12,7 +12,8 @@ from pathlib import Path
 from nbgrader.apps import NbGraderAPI
 from traitlets.config import Config
 
-from autograder.config import REPO, SOLUTIONS, configure
+from autograder.paths import REPO, SOLUTIONS
+from autograder.pipeline.config import configure
 from autograder.pipeline.course import GradingError, new_course, run_step
 
 

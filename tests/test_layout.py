@@ -184,9 +184,9 @@ SIDE_OF_MODULE = {
     "autograder": LEARNER, "autograder.check_cell": LEARNER,
     "autograder.picture": LEARNER,  # drawn by the check cell only
     "autograder.lab": TRUSTED,  # the Jupyter server's extension: it runs ``autograder validate``
-    **{f"autograder.{name}": TRUSTED for name in ("authoring", "cli", "config", "grading", "header",
+    **{f"autograder.{name}": TRUSTED for name in ("authoring", "cli", "config", "grading",
                                                   "paths", "release", "startup", "validate")},
-    "autograder.judge.adequacy": TRUSTED,  # for authors and the tests, never in the check cell
+    "autograder.exercises.adequacy": TRUSTED,  # for authors and the tests, never in the check cell
 }
 
 

@@ -20,6 +20,9 @@ user it does not know, so the file holds only learners of the roster.
 
 Nothing is dropped silently: learners graded here but not on the roster, and roster learners
 without a submission, are returned (``Export``) and printed.
+
+``export_csv`` is nbgrader's own export (``nbgrader export``), the CSV ``autograder grade``
+writes after grading.
 """
 from __future__ import annotations
 
@@ -61,6 +64,23 @@ def student_emails(course_root: Path) -> dict[str, str]:
 
     with Gradebook(f"sqlite:///{Path(course_root) / 'gradebook.db'}") as gb:
         return {s.id: s.email for s in gb.students if s.email}
+
+
+def export_csv(course_root: Path, csv_path: Path) -> Path:
+    """``nbgrader export``: the gradebook as CSV, with the course's export plugin."""
+    # lazy: nbgrader, which these import, is slow to import (see grade.py)
+    from nbgrader.api import Gradebook
+    from nbgrader.apps.exportapp import ExportApp
+    from autograder.classroom.journal import course_config
+
+    config = course_config(course_root)
+    csv_path = Path(csv_path).resolve()
+    plugin = ExportApp(config=config).plugin_class(config=config)
+    plugin.to = str(csv_path)
+    course_id = config.CourseDirectory.get("course_id", "default_course")
+    with Gradebook(f"sqlite:///{Path(course_root) / 'gradebook.db'}", course_id) as gb:
+        plugin.export(gb)
+    return csv_path
 
 
 @dataclass

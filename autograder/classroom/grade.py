@@ -6,11 +6,11 @@
 and which it refuses). Each learner's file is copied unchanged into the course's
 ``submitted/``, prepared here (``submission.prepare``, in a thread of its own: a huge file
 delays no other) and graded by a worker (``worker.py``): one per ``--jobs`` here, or the
-workers of a Dask cluster (``pools.py``). Every kernel runs in its own sandbox; a submission
-past ``time_limit`` seconds is stopped and reported, and the others go on. The instructor's
-process alone writes the results, one submission at a time, journal first (``journal.py``),
-so an interrupted run continues where it stopped when the same command is run again: what
-was graded is not graded twice.
+workers of a Dask cluster (both pools in ``pools.py``). Every kernel runs in its own sandbox;
+a submission past ``time_limit`` seconds is stopped and reported, and the others go on. The
+instructor's process alone writes the results, one submission at a time, journal first
+(``journal.py``), so an interrupted run continues where it stopped when the same command is
+run again: what was graded is not graded twice.
 
 The results are nbgrader's: ``autograded/``, ``feedback/``, the gradebook, so the formgrader,
 ``nbgrader generate_feedback``, ``release_feedback`` and ``export`` work on them as usual.
@@ -22,20 +22,19 @@ import sys
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from queue import Queue
 
 from tqdm import tqdm
 
 # Light imports only: the workers start before nbgrader and nbconvert are imported here.
+from autograder.classroom.export import export_csv
 from autograder.classroom.intake import find_submissions, place_submission, read_timestamp, unpacked
-from autograder.classroom.journal import JOURNALLED, RECORDED, Journal, course_config
+from autograder.classroom.journal import JOURNALLED, RECORDED, Journal
 from autograder.classroom.jobs import Outcome, Task, job_digest
-from autograder.classroom.pools import DaskPool, Pool  # Dask itself only for a cluster
+from autograder.classroom.pools import DaskPool, LocalPool  # Dask itself only for a cluster
 from autograder.paths import REPO
 from autograder.pipeline.assignment import notebooks
 from autograder.pipeline.sandbox import isolation
 from autograder.startup import quick_alembic_head
-from autograder.classroom.worker import GradingProcess
 
 TIME_LIMIT = 180.0  # seconds per submission: kernel start, every cell, judge and feedback
 
@@ -61,32 +60,6 @@ class Summary:
             lines.append(f"time per submission: median {statistics.median(times):.1f} s, worst "
                          f"{worst.seconds:.1f} s ({worst.student}), on {self.workers} worker(s)")
         return "\n".join(lines)
-
-
-class LocalPool(Pool):
-    """``jobs`` grading processes on this machine, started at once, each lent to one thread."""
-
-    def __init__(self, jobs: int, time_limit: float, log: Path, assignment: str):
-        super().__init__(jobs)
-        self._all = [GradingProcess(time_limit, log, assignment) for _ in range(self.workers)]
-        self._idle: Queue[GradingProcess] = Queue()
-        for process in self._all:
-            self._idle.put(process)
-
-    def grade(self, task: Task) -> Outcome:
-        process = self._idle.get()
-        try:
-            return process.grade(task)
-        finally:
-            self._idle.put(process)
-
-    def close(self, interrupted: bool = False) -> None:
-        if interrupted:  # stop the graders first, so the threads waiting on them return
-            for process in self._all:
-                process.close()
-        super().close(interrupted)
-        for process in self._all:
-            process.close(kill=False)
 
 
 def make_task(folder: Path, student: str, assignment: str, name: str) -> Task | Outcome:
@@ -214,39 +187,34 @@ def _keep(journal: Journal, outcome: Outcome, summary: Summary, again: bool = Fa
 
 
 def _ensure_assignment(course_root: Path, assignment: str, config) -> None:
-    """Generate the assignment into the course's gradebook unless it is there already."""
+    """Generate the assignment into the course's gradebook unless it is there already, so that
+    nbgrader records its notebook and cells as ``nbgrader generate_assignment`` does; refuse,
+    before anything is graded, where that did not put it in the gradebook the scores go to."""
     # lazy: nbgrader loads while the workers start (see the imports above)
     from nbgrader.api import Gradebook, MissingEntry
     from nbgrader.apps import NbGraderAPI
 
-    from autograder.pipeline.course import run_step
+    from autograder.pipeline.course import GradingError, run_step
 
     db = course_root / "gradebook.db"
-    if db.exists():
+
+    def registered() -> bool:
+        if not db.exists():
+            return False
         with Gradebook(f"sqlite:///{db}") as gb:
             try:
-                if gb.find_assignment(assignment).notebooks:
-                    return
+                return bool(gb.find_assignment(assignment).notebooks)
             except MissingEntry:
-                pass
+                return False
+
+    if registered():
+        return
     run_step(lambda: NbGraderAPI(config=config).generate_assignment(assignment),
              f"generate_assignment {assignment}")
-
-
-def export_csv(course_root: Path, csv_path: Path) -> Path:
-    """``nbgrader export``: the gradebook as CSV, with the course's export plugin."""
-    # lazy: nbgrader loads while the workers start (see the imports above)
-    from nbgrader.api import Gradebook
-    from nbgrader.apps.exportapp import ExportApp
-
-    config = course_config(course_root)
-    csv_path = Path(csv_path).resolve()
-    plugin = ExportApp(config=config).plugin_class(config=config)
-    plugin.to = str(csv_path)
-    course_id = config.CourseDirectory.get("course_id", "default_course")
-    with Gradebook(f"sqlite:///{Path(course_root) / 'gradebook.db'}", course_id) as gb:
-        plugin.export(gb)
-    return csv_path
+    if not registered():  # the course's config names another gradebook (CourseDirectory.db_url)
+        raise GradingError(f"{assignment} is not in {db} after nbgrader generate_assignment; run "
+                           f"`nbgrader generate_assignment {assignment} --db sqlite:///{db}` in "
+                           f"{course_root} and grade again")
 
 
 def grade_class(submissions: Path, assignment: str, jobs: int = 2, csv_path: Path = Path("grades.csv"),

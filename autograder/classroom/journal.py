@@ -163,18 +163,27 @@ class Journal:
 
 
 def course_config(course_root: Path):
-    """The nbgrader configuration of a course directory, as its ``nbgrader_config.py`` makes it."""
-    # lazy: autograder.config imports nbgrader, which must not delay the workers' start
+    """The nbgrader configuration of a course directory, as its ``nbgrader_config.py`` makes it,
+    with the directory itself as the course's root.
+
+    The root is pinned because the class commands write into ``course_root`` (the gradebook, the
+    autograded notebooks, the feedback) whatever the file says: a copy of the repository holds
+    its ``nbgrader_config.py`` of old, ``configure(get_config())``, whose root is the repository,
+    and nbgrader's own steps (generate_assignment, release_feedback) would work there instead.
+    """
+    # lazy: pipeline.config imports nbgrader, which must not delay the workers' start
     from traitlets.config import Config
     from traitlets.config.loader import PyFileConfigLoader
 
-    from autograder.config import configure
+    from autograder.pipeline.config import configure
 
     path = Path(course_root) / "nbgrader_config.py"
     if path.exists():
-        return PyFileConfigLoader(path.name, path=str(path.parent)).load_config()
-    config = Config()
-    configure(config, Path(course_root))
+        config = PyFileConfigLoader(path.name, path=str(path.parent)).load_config()
+    else:
+        config = Config()
+        configure(config, Path(course_root))
+    config.CourseDirectory.root = str(Path(course_root).resolve())
     return config
 
 

@@ -3,7 +3,7 @@
 ``Pool`` is what ``grade.grade_submissions`` hands submissions to: each one is read and prepared
 (``grade.make_task``: seconds for a gigabyte of saved outputs) and then graded in a thread of
 its own, ``2 * workers`` at a time, so that a huge file delays no other submission; the
-instructor's main thread only hands out and keeps what comes back. ``grade.LocalPool`` grades
+instructor's main thread only hands out and keeps what comes back. ``LocalPool`` grades
 in processes of this machine; ``DaskPool`` on a cluster (``autograder grade ... --scheduler``).
 
 Each Dask worker thread keeps one grading process (``worker.GradingProcess``), exactly as
@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+from queue import Queue
 from typing import Callable
 
 from autograder.classroom.jobs import Outcome, Task, answer_to
@@ -67,6 +69,32 @@ class Pool:
 
     def close(self, interrupted: bool = False) -> None:
         self._threads.shutdown(wait=True, cancel_futures=True)
+
+
+class LocalPool(Pool):
+    """``jobs`` grading processes on this machine, started at once, each lent to one thread."""
+
+    def __init__(self, jobs: int, time_limit: float, log: Path, assignment: str):
+        super().__init__(jobs)
+        self._all = [GradingProcess(time_limit, log, assignment) for _ in range(self.workers)]
+        self._idle: Queue[GradingProcess] = Queue()
+        for process in self._all:
+            self._idle.put(process)
+
+    def grade(self, task: Task) -> Outcome:
+        process = self._idle.get()
+        try:
+            return process.grade(task)
+        finally:
+            self._idle.put(process)
+
+    def close(self, interrupted: bool = False) -> None:
+        if interrupted:  # stop the graders first, so the threads waiting on them return
+            for process in self._all:
+                process.close()
+        super().close(interrupted)
+        for process in self._all:
+            process.close(kill=False)
 
 
 class DaskPool(Pool):

@@ -1,6 +1,7 @@
 """The exercise registry: one module per notebook topic [trusted; also the check cell]
 
-A topic's module is found by the prefix of an exercise's id.
+A topic's module is found by the prefix of an exercise's id. ``adequacy.py``, beside the topics,
+is no topic: the offline check that the topics' cases tell every mutant apart.
 
 ``get("attention.forward")`` imports ``autograder/exercises/attention.py`` and returns the
 ``Exercise`` with that id from its ``EXERCISES`` list. Each exercise is declared with keywords
@@ -15,7 +16,12 @@ import pkgutil
 from autograder.judge.exercise import Exercise
 
 
+NOT_TOPICS = frozenset({"adequacy"})  # modules here that declare no exercises
+
+
 def _module(topic: str):
+    if topic in NOT_TOPICS:
+        raise ModuleNotFoundError(f"{__name__}.{topic} declares no exercises")
     return importlib.import_module(f"{__name__}.{topic}")
 
 
@@ -39,7 +45,7 @@ def by_function(exercise_id: str, function: str) -> Exercise | None:
 
 
 def topics() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(__path__))
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in NOT_TOPICS)
 
 
 def all_exercises() -> list[Exercise]:

@@ -941,7 +941,7 @@ BEAM_MISTAKES = (
 
 
 # ============================================================================ equivalent mutants
-# Mutants that no legitimate input tells from the reference (autograder.judge.adequacy). The swaps of
+# Mutants that no legitimate input tells from the reference (autograder.exercises.adequacy). The swaps of
 # np.swapaxes's two axes (symmetric) are left out on purpose: a mutant the engine should not make.
 _NP_INT = "numpy int64 ids and counts hash, compare and add as Python ints do: same merges, same ids"
 _SQUARE = "the decoder's mask is causal_mask(T) with one argument: T_q and T_k are the same number"

@@ -162,7 +162,7 @@ STATS_MISTAKES = (
                  "for start in range(0, n, block_k).", wrong=_stats_with(equal_parts=True)),
 )
 
-# Mutants of the reference that no case can tell apart (``autograder.judge.adequacy``). The reference
+# Mutants of the reference that no case can tell apart (``autograder.exercises.adequacy``). The reference
 # calls course_lib's online_softmax_stats on every prefix s[..., :end] and keeps its final m, l.
 STATS_EQUIVALENT = {
     "_stats_reference: block_k -> n":
@@ -417,7 +417,7 @@ FORWARD_MISTAKES = (
                              for g_max, g_l in ((False, False), (False, True), (True, False))))),
 )
 
-# Mutants of the references that no case can tell apart (``autograder.judge.adequacy``). Visiting
+# Mutants of the references that no case can tell apart (``autograder.exercises.adequacy``). Visiting
 # more key blocks than needed changes nothing: every key of such a tile is in the future of
 # every query of the block, so _mask_tile sets it to -inf and the tile adds exactly 0 (alpha
 # = 1 where m is finite; l and acc stay 0 where it is not), or, in the backward, A = 0.

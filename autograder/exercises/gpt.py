@@ -134,7 +134,7 @@ def _block_dims(c):
 
 # ============================================================================ equivalent mutants
 # Mutants of the course functions the references call that no legitimate input tells from them
-# (autograder.judge.adequacy); the symmetric swaps of np.swapaxes's two axes are left out on purpose
+# (autograder.exercises.adequacy); the symmetric swaps of np.swapaxes's two axes are left out on purpose
 # (a mutant the engine should not make).
 _SQUARE = "the block's mask is causal_mask(T) with one argument: T_q and T_k are the same number"
 _SELF = "self-attention: mha_forward gets the same h as x_q and as x_kv"
@@ -353,7 +353,7 @@ PROBS_FEATURES = shape_features(**{
     "a single row": lambda c: len(c["logits"]) == 1})
 
 
-# Mutants that no legitimate input tells from the reference (autograder.judge.adequacy).
+# Mutants that no legitimate input tells from the reference (autograder.exercises.adequacy).
 _AXIS_1 = "logits are (B, vocab_size): on a 2-D array axis 1 is axis -1"
 _DEFAULT_AXIS = "the call's default axis is -1 already (softmax, np.sort, np.argsort, take_along_axis)"
 _P = "next_token_probs: "

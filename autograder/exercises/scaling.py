@@ -126,7 +126,7 @@ def _switched(host, switch, others, repeat=""):
 
 
 # Mutants of the reference (course_lib.scaling.param_count and param_breakdown) that no case
-# can tell apart (``autograder.judge.adequacy``): the exercise fixes every switch of course_lib's
+# can tell apart (``autograder.exercises.adequacy``): the exercise fixes every switch of course_lib's
 # count (biases, layer norms, learned positions all counted) and has no d_head.
 COUNT_EQUIVALENT = {
     "param_count: int(sum(param_breakdown(n_layers, d_model, n_heads, vocab_si -> "

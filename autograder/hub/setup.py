@@ -105,12 +105,9 @@ def _course_directory(course: Course, root: Path) -> Path:
     for assignment in course.assignments:
         shutil.copytree(SOLUTIONS / assignment.name, root / "solutions" / assignment.name, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
-    _write(root / "nbgrader_config.py", (
-        "# Written by `autograder hub setup`: the course's grading pipeline (autograder/config.py).\n"
-        "from pathlib import Path\nfrom autograder.config import configure\n\n"
-        "c = get_config()  # noqa: F821 (nbgrader provides it)\n"
-        "configure(c, Path(__file__).resolve().parent)\n"
-        f"c.CourseDirectory.course_id = {course.id!r}\n"), 0o644)
+    from autograder.pipeline.config import config_file  # lazy: it imports nbgrader (see _gradebook)
+
+    _write(root / "nbgrader_config.py", config_file(f"c.CourseDirectory.course_id = {course.id!r}"), 0o644)
     _gradebook(course, root)
     _run(["chown", "-R", f"{course.grader}:{course.grader}", str(root)])
     return root

@@ -165,7 +165,8 @@ class Exercise:
     equivalent: ``{mutant id: reason}``: mutants of the reference (``autograder.judge.mutation``)
                that no legitimate case can tell from it, each with a one-line reason a
                reviewer can check; every other mutant must lose points on the graded cases
-               under every key (``autograder.judge.adequacy``, ``tests/autograder/judge/test_mutation_adequacy.py``).
+               under every key (``autograder.exercises.adequacy``,
+               ``tests/autograder/exercises/test_mutation_adequacy.py``).
     int_scalars: the text promises the exercise's whole numbers as ints: a number output
                the reference gives as an int must be one (else scalars may be any number).
     memory:    ``memory(case) -> (bytes, why) or None``: where the text promises never to build

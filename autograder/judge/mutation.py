@@ -5,7 +5,7 @@ source of the exercise's reference and of the course functions it calls (``cours
 the registry, followed a few calls deep), ``mutants(ex)`` makes every single-point change of
 the kinds listed in ``autograder.kernel.operators``, each a working function with the reference's
 signature and a description in plain words. They serve twice: the graded cases must tell
-every non-equivalent mutant from the reference (``autograder.judge.adequacy``), and a learner whose
+every non-equivalent mutant from the reference (``autograder.exercises.adequacy``), and a learner whose
 outputs equal exactly one mutant's on every graded case is told that mutant's description
 (``autograder.judge.explain``).
 

@@ -3,5 +3,5 @@
 In the trusted process, in order: ``submission`` (repair it against the source), ``plan`` (its
 cases, from the secret), ``sandbox`` and ``execute`` (run it under bubblewrap), ``judge_outputs``
 (score it), ``sanitize`` (make what it displayed inert), ``feedback`` (the report).
-``autograder.config`` lists the nbgrader steps.
+``config`` lists the nbgrader steps; ``header`` is the release's banner.
 """

@@ -21,7 +21,7 @@ from nbgrader.api import Gradebook
 from nbgrader.apps import NbGraderAPI
 from traitlets.config import Config
 
-from autograder.config import configure
+from autograder.pipeline.config import config_file, configure
 from autograder.paths import SOLUTIONS
 from autograder.pipeline.execute import watch_sandbox
 from autograder.pipeline.interrupt import watch_ctrl_c
@@ -61,9 +61,7 @@ def run_step(step: Callable[[], dict], what: str) -> None:
 def new_course(root: Path) -> NbGraderAPI:
     """An nbgrader API object for a scratch course at ``root`` sharing our solutions/."""
     (root / "solutions").symlink_to(SOLUTIONS, target_is_directory=True)
-    (root / "nbgrader_config.py").write_text(  # so nbgrader's own commands work there too
-        "from pathlib import Path\nfrom autograder.config import configure\n"
-        "configure(get_config(), Path(__file__).resolve().parent)\n")
+    (root / "nbgrader_config.py").write_text(config_file())  # so nbgrader's own commands work there too
     config = Config()
     configure(config, root)
     # a private exchange: the system-wide one may not exist, and nbgrader checks it on start

@@ -48,7 +48,7 @@ import nh3
 from nbconvert.filters.markdown_mistune import MarkdownWithMath, markdown2html_mistune
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from autograder.header import header_cells
+from autograder.pipeline.header import header_cells
 from autograder.pipeline import mathml
 from autograder.pipeline.assignment import NoSuchAssignment, source
 from autograder.pipeline.plan import PLAN

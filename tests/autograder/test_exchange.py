@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from autograder.paths import SOLUTIONS
+from autograder.pipeline.config import config_file
 from helpers import mutant, shown_to_all_users
 
 ASSIGNMENT, NOTEBOOK, COURSE_ID = "00_start_here", "start_here.ipynb", "transformers"
@@ -93,10 +94,7 @@ def term(site):
     course.mkdir()
     homes.mkdir(mode=0o755)
     (course / "solutions").symlink_to(SOLUTIONS, target_is_directory=True)
-    (course / "nbgrader_config.py").write_text(
-        "from pathlib import Path\nfrom autograder.config import configure\n"
-        "c = get_config()\nconfigure(c, Path(__file__).resolve().parent)\n"
-        f"c.Exchange.root = {str(exchange)!r}\n")
+    (course / "nbgrader_config.py").write_text(config_file(f"c.Exchange.root = {str(exchange)!r}"))
     instructor(course, "generate_assignment", ASSIGNMENT)
     instructor(course, "release_assignment", ASSIGNMENT)
 

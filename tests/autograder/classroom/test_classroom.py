@@ -131,6 +131,35 @@ def test_running_the_same_command_again_grades_nothing_twice(graded):
     assert len(Journal(course, ASSIGNMENT).history()) == 5  # no line added by the second run
 
 
+def test_a_copy_of_the_course_gets_the_assignment_in_its_own_gradebook_in_one_run(tmp_path):
+    """A course directory copied from the repository before any ``nbgrader generate_assignment``:
+    its ``nbgrader_config.py`` is the repository's as it was (``configure(get_config())``, which
+    names the repository as the course's root). One run registers the assignment in the copy's
+    own gradebook, as nbgrader's generate_assignment records it, and writes the score there;
+    the repository's gradebook is not touched. Before, the assignment went into the
+    repository's gradebook, and every score was "not written to the gradebook"."""
+    from nbgrader.api import Gradebook
+
+    folder, course = tmp_path / "class", tmp_path / "course"
+    folder.mkdir()
+    course.mkdir()
+    (course / "solutions").symlink_to(SOLUTIONS, target_is_directory=True)
+    (course / "nbgrader_config.py").write_text("from autograder.config import configure\n"
+                                               "configure(get_config())\n")
+    (folder / "ada.ipynb").write_bytes(SOLUTION.read_bytes())
+    repo_gradebook = SOLUTIONS.parent / "gradebook.db"
+    before = repo_gradebook.stat().st_mtime_ns if repo_gradebook.exists() else None
+    run = subprocess.run(grade_cmd(folder, course, "--no-progress"), capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0 and "graded 1, failed 0" in run.stdout, run.stdout + run.stderr
+    scores = gradebook(course)["ada"]
+    assert sum(s for k, (s, _) in ((k, v) for k, v in scores.items() if k.startswith("grade_"))) == 4.0
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        (notebook,) = gb.find_assignment(ASSIGNMENT).notebooks
+        assert notebook.name == "start_here" and notebook.max_score == 4.0
+    assert (repo_gradebook.stat().st_mtime_ns if repo_gradebook.exists() else None) == before
+
+
 def _wait_for_recorded(course: Path, count: int, proc: subprocess.Popen, timeout: float = 120) -> None:
     journal = Journal(course, ASSIGNMENT).folder
     deadline = time.monotonic() + timeout

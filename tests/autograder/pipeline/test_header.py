@@ -1,7 +1,7 @@
 """header.py: each released notebook's banner gives the command that submits that notebook."""
 import nbformat
 
-from autograder.header import PLACEHOLDER, header_cells, release_path
+from autograder.pipeline.header import PLACEHOLDER, header_cells, release_path
 from autograder.paths import HEADER, REPO
 
 from helpers import NOTEBOOKS

@@ -1,14 +1,15 @@
 """Case adequacy: do an exercise's graded cases tell every mutant of its reference apart? [trusted]
 
-Trusted side, for authors and the tests (``tests/autograder/judge/test_mutation_adequacy.py``); never staged in
-the sandbox. A mutant (``autograder.judge.mutation``) survives a key when its outputs equal the
+Trusted side, for authors and the tests (``tests/autograder/exercises/test_mutation_adequacy.py``);
+never staged in the sandbox, never run by the check cell; beside the registry, not in the judge,
+because it takes every exercise of it. A mutant (``autograder.judge.mutation``) survives a key when its outputs equal the
 reference's on every graded case drawn from that key. Each survivor is a bug some learner
 would keep full marks with: add a case that tells it apart (in every key's draw, not by
 luck), or, when no legitimate input can, list it in ``Exercise.equivalent`` with the reason.
 Mutants at places whose value never reaches the outputs on any case (a cache the exercise
 does not return) are counted apart, as unreached.
 
-    python -m autograder.judge.adequacy attention.forward [more ids] [--keys 8]
+    python -m autograder.exercises.adequacy attention.forward [more ids] [--keys 8]
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Case adequacy: every mutant of every exercise's reference loses points
-(``autograder.judge.adequacy``).
+(``autograder.exercises.adequacy``).
 
 The graded cases of each exercise, drawn from several keys, must tell every mutant that
 reaches the outputs from the reference, unless it is listed in ``Exercise.equivalent`` with a
@@ -7,7 +7,7 @@ reason; a listed mutant that the cases do kill is stale and must go from the lis
 """
 import pytest
 
-from autograder.judge.adequacy import KEYS, check
+from autograder.exercises.adequacy import KEYS, check
 from autograder.exercises import all_exercises
 
 EXERCISES = all_exercises()
