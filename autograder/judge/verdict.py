@@ -461,50 +461,55 @@ def identify_per_output(ex: Exercise, failing: list, passing: list = ()) -> tupl
              for k, ok in enumerate(close_per_output(ex, got, want)) if not ok}
     if len(wrong) < 2:
         return None
-    explaining = []  # (mistake, the outputs it changes and explains)
+    wrong_at = [{k for k, ok in enumerate(close_per_output(ex, got, want)) if not ok} for _, got, want in failing]
+    explaining = []  # (mistake, the outputs it changes and explains, per failing case those it changes)
     for mistake in ex.mistakes:
         if mistake.wrong is None:
             continue
-        touched = _touched(ex, mistake, failing, passing)
+        touched, moved = _touched(ex, mistake, failing, passing)
         if touched and touched <= wrong:
-            explaining.append((mistake, touched))
-    covers = [(a, b) for i, a in enumerate(explaining) for b in explaining[i + 1:]
-              if not a[1] & b[1] and a[1] | b[1] == wrong]
+            explaining.append((mistake, touched, moved))
+    covers = [(a[:2], b[:2]) for i, a in enumerate(explaining) for b in explaining[i + 1:]
+              if not a[1] & b[1] and all(w <= m | n for w, m, n in zip(wrong_at, a[2], b[2]))]
     names = lambda ks: " and ".join(f"`{ex.name_of(k)}`" for k in sorted(ks))  # noqa: E731
     if len(covers) == 1:
         (first, ks), (second, ls) = covers[0]
         return [f"Looks like two mistakes at once, in different outputs. In {names(ks)}: {first.name}: "
                 f"{first.hint} In {names(ls)}: {second.name}: {second.hint}"], "listed"
-    if covers or len({frozenset(ks) for _, ks in explaining}) != 1:
+    if covers or len({m.name for m, _, _ in explaining}) != 1:
         return None  # several covers, or parts that say different things: no claim
-    mistake, ks = explaining[0]
-    if len({m.name for m, _ in explaining}) != 1:
+    mistake, ks, moved = explaining[0]
+    left = [w - m for w, m in zip(wrong_at, moved) if w - m]  # per case, what it does not explain
+    rest = set().union(*left) if left else set()
+    if not rest:
         return None
+    where = "" if rest.isdisjoint(ks) else f" on {len(left)} of the {len(failing)} failing cases"
     return [f"One of the mistakes, in {names(ks)}: {mistake.name}: {mistake.hint} "
-            f"With that fixed, {names(wrong - ks)} still differ{'s' if len(wrong - ks) == 1 else ''}."], "listed"
+            f"With that fixed, {names(rest)} still differ{'s' if len(rest) == 1 else ''}{where}."], "listed"
 
 
-def _touched(ex: Exercise, mistake, failing: list, passing: list) -> set[int]:
-    """The outputs ``mistake`` changes on the failing cases, if on every case (failing and
-    passing alike) its numbers equal the learner's on each output it changes and at least
-    three numbers back it; else the empty set."""
-    touched, backing = set(), 0
+def _touched(ex: Exercise, mistake, failing: list, passing: list) -> tuple[set[int], list[set[int]]]:
+    """(the outputs ``mistake`` changes on the failing cases, per failing case those it
+    changes there), if on every case (failing and passing alike) its numbers equal the
+    learner's on each output it changes and at least three numbers back it; else nothing."""
+    touched, backing, per_case = set(), 0, []
     for case, got, want in failing:
         model = safe_outputs(mistake.wrong, case)
         if model is None or len(model) != len(want) or len(got) != len(want):
-            return set()
-        moved = [k for k, ok in enumerate(close_per_output(ex, model, want)) if not ok]
+            return set(), []
+        moved = {k for k, ok in enumerate(close_per_output(ex, model, want)) if not ok}
         same = close_per_output(ex, got, model, equal_nan=True)
         if not all(same[k] for k in moved):
-            return set()
-        touched |= set(moved)
+            return set(), []
+        touched |= moved
+        per_case.append(moved)
         backing += sum(int(np.size(want[k])) for k in moved)
     for case, got in passing:  # there the learner's is the reference: a mistake that moves it is not theirs
         model = safe_outputs(mistake.wrong, case)
         if model is not None and len(model) == len(got) and not all(close_per_output(ex, got, model, equal_nan=True)) \
                 and all(np.isfinite(m).all() for m in model if m.dtype.kind in "fc"):
-            return set()
-    return touched if backing >= 3 else set()
+            return set(), []
+    return (touched, per_case) if backing >= 3 else (set(), [])
 
 
 def _all_zeros(ex: Exercise, failing: list) -> str | None:
