@@ -103,7 +103,7 @@ def _zero_query(case):
 SOFTMAX_EQUIVALENT = {
     "softmax: a line that updates `z` is missing":
         "z = np.asarray(z) is a no-op: the scores S are always an array",
-    "softmax: total -> e #2":
+    "softmax: total -> e in `return …` #2":
         "np.where(e == 0, 1.0, total): where e == 0 the numerator is 0, so 0 / 1.0 = 0 / total "
         "(and total == 0 only when all of its row's e are 0); elsewhere the denominator is total",
     **{m: "attention_forward calls softmax with its default axis=-1, so axis=axis is axis=-1"
@@ -259,8 +259,9 @@ CAUSAL_MASK = Exercise(
     reference=lambda T: causal_mask(T),
     equivalent={m: "causal_mask(T) has one argument: the reference's T_k is T_q = T, so "
                    "exchanging T_q and T_k changes nothing" for m in (
-        "causal_mask: T_k - T_q -> T_q - T_k", "causal_mask: T_q -> T_k #2",
-        "causal_mask: T_k -> T_q #3", "causal_mask: T_k -> T_q #4", "causal_mask: T_q -> T_k #3")},
+        "causal_mask: T_k - T_q -> T_q - T_k", "causal_mask: T_q -> T_k in `return …`",
+        "causal_mask: T_k -> T_q in `return …`", "causal_mask: T_k -> T_q in `return …` #2",
+        "causal_mask: T_q -> T_k in `return …` #2")},
     points=1,
     output_names=("mask",),
     forbidden=FORBIDDEN,
@@ -765,8 +766,8 @@ MULTI_HEAD = Exercise(
         **SOFTMAX_EQUIVALENT,
         **{m: "x_q and x_kv are (B, T, d_model) by the exercise's text, so the heads are 4-D "
               "(B, n_heads, T, d) and axis 2 is axis -2" for m in (
-            "attention_forward: -2 -> 2", "merge_heads: -2 -> 2", "split_heads: -2 -> 2")},
-        "merge_heads: -2 -> 2 #2": "the heads are 4-D (x_q is (B, T_q, d_model) by the "
+            "attention_forward: -2 -> 2", "merge_heads: -2 -> 2 in `x = …`", "split_heads: -2 -> 2")},
+        "merge_heads: -2 -> 2 in `return …`": "the heads are 4-D (x_q is (B, T_q, d_model) by the "
                                    "exercise's text), so x.shape[:2] is x.shape[:-2]"},
     mistakes=(
         Mistake(name="heads split without transpose",

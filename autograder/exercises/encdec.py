@@ -947,8 +947,8 @@ _NP_INT = "numpy int64 ids and counts hash, compare and add as Python ints do: s
 _SQUARE = "the decoder's mask is causal_mask(T) with one argument: T_q and T_k are the same number"
 _FOUR_D = "the heads are 4-D here, (B, n_heads, T, d_k): axis 2 is axis -2, x.shape[:2] is x.shape[:-2]"
 _SELF = "the encoder's self-attention: mha_forward gets the same h as x_q and as x_kv"
-HEADS_EQUIVALENT = {m: _FOUR_D for m in ("attention_forward: -2 -> 2", "merge_heads: -2 -> 2",
-                                          "merge_heads: -2 -> 2 #2", "split_heads: -2 -> 2")}
+HEADS_EQUIVALENT = {m: _FOUR_D for m in ("attention_forward: -2 -> 2", "merge_heads: -2 -> 2 in `x = …`",
+                                          "merge_heads: -2 -> 2 in `return …`", "split_heads: -2 -> 2")}
 _PY_INTS = "numpy makes an int64 array of a list of Python ints without dtype= too; only an empty list "
 EQUIVALENT = {
     "bpe_merges": {"_as_dict: int(c) -> c": _NP_INT, "_as_dict: int(t) -> t": _NP_INT},
@@ -961,10 +961,11 @@ EQUIVALENT = {
         "attention_masks: padding_keys(tgt_in, pad_id) -> padding_keys(pad_id, tgt_in)":
             "padding_keys computes ids != pad_id, and != is symmetric",
         **{f"causal_mask: {m}": _SQUARE for m in (
-            "T_k - T_q -> T_q - T_k", "T_q -> T_k #2", "T_k -> T_q #3", "T_k -> T_q #4",
-            "T_q -> T_k #3")}},
-    "encoder_block": {**{f"mha_forward: {m}": _SELF for m in ("x_q -> x_kv", "x_kv -> x_q",
-                                                              "x_kv -> x_q #2")},
+            "T_k - T_q -> T_q - T_k", "T_q -> T_k in `return …`", "T_k -> T_q in `return …`",
+            "T_k -> T_q in `return …` #2", "T_q -> T_k in `return …` #2")}},
+    "encoder_block": {**{f"mha_forward: {m}": _SELF for m in ("x_q -> x_kv in `q = …`",
+                                                              "x_kv -> x_q in `k = …`",
+                                                              "x_kv -> x_q in `v = …`")},
                       **HEADS_EQUIVALENT},
     "decoder_block": HEADS_EQUIVALENT,
     "greedy": {
@@ -983,7 +984,7 @@ EQUIVALENT = {
         "beam_search: np.concatenate([beams[beam], token[:, None]], axis=1) -> "
         "np.concatenate([beams[beam], token[:, None]], axis=-1)":
             "beams[beam] and token[:, None] are 2-D (B, t): axis -1 is axis 1",
-        "beam_search: beams -> seqs #4": "the live beams are read only when nothing finished: "
+        "beam_search: beams -> seqs in `pool = …`": "the live beams are read only when nothing finished: "
             "then no candidate of the last step ended with eos, and seqs is the live beams"},
 }
 

@@ -165,19 +165,19 @@ STATS_MISTAKES = (
 # Mutants of the reference that no case can tell apart (``autograder.exercises.adequacy``). The reference
 # calls course_lib's online_softmax_stats on every prefix s[..., :end] and keeps its final m, l.
 STATS_EQUIVALENT = {
-    "_stats_reference: block_k -> n":
+    "_stats_reference: block_k -> n in `stats = …`":
         "a prefix's final m and l do not depend on the block size it is read in (rounding only)",
     "online_softmax_stats: a line that updates `s` is missing":
         "the line is s = np.asarray(s); every case passes s as an ndarray already",
-    "online_softmax_stats: m -> m_new":
+    "online_softmax_stats: m -> m_new in `return …`":
         "in `return m, l`: the loop ends with m = m_new, and it runs at least once (n >= 1)",
-    "online_softmax_stats: 1 -> 0 #2":
+    "online_softmax_stats: 1 -> 0 in `m = np.full(s.shape[:-1], -np.inf, dtype=s.dtype)`":
         "m starts as np.full(s.shape[:0], -inf), a 0-d array that broadcasts to s.shape[:-1] "
         "at the first block (n >= 1)",
-    "online_softmax_stats: 1 -> 0 #3":
+    "online_softmax_stats: 1 -> 0 in `l = np.zeros(s.shape[:-1], dtype=s.dtype)`":
         "l starts as np.zeros(s.shape[:0]), a 0-d array that broadcasts to s.shape[:-1] at the "
         "first block (n >= 1)",
-    "online_softmax_stats: block -> s":
+    "online_softmax_stats: block -> s in `m_new = …`":
         "the max of the whole prefix taken from its first block on gives the same final m and "
         "l = sum_j exp(s_j - m) of that prefix, which is all the reference reads",
 }
@@ -437,19 +437,19 @@ _SWAPPED_MASK = ("_mask_tile(S, q0, T_q, k0, T_k, causal) keeps T_q + c <= q0 + 
                  "the right mask's k0 + c <= q0 + r + T_k - T_q rearranged (exact in integers)")
 FORWARD_EQUIVALENT = {
     **_TILE_EQUIVALENT,
-    "flash_forward: causal -> False": "the key loop then visits the blocks wholly in the future "
+    "flash_forward: causal -> False in `for k0 in …`": "the key loop then visits the blocks wholly in the future "
         "too, and _mask_tile sets every score there to -inf: they add exactly nothing",
     "_forward_reference: block_q -> block_k":
         "out and lse do not depend on the tile sizes (rounding only): any blocks give softmax(S) V",
     "_forward_reference: block_k -> block_q":
         "out and lse do not depend on the tile sizes (rounding only): any blocks give softmax(S) V",
-    "flash_forward: T_q -> causal #2": "causal stop q0 + rows + T_k - 1 >= the right one "
+    "flash_forward: T_q -> causal in `for k0 in …`": "causal stop q0 + rows + T_k - 1 >= the right one "
                                        "(T_q >= 1): " + _EXTRA_TILES,
-    "flash_forward: T_q -> q0 #2": "causal stop q0 + rows + T_k - q0 >= the right one "
+    "flash_forward: T_q -> q0 in `for k0 in …`": "causal stop q0 + rows + T_k - q0 >= the right one "
                                    "(q0 < T_q): " + _EXTRA_TILES,
-    "flash_forward: T_q -> rows #2": "causal stop q0 + rows + T_k - rows >= the right one "
+    "flash_forward: T_q -> rows in `for k0 in …`": "causal stop q0 + rows + T_k - rows >= the right one "
                                      "(rows <= T_q): " + _EXTRA_TILES,
-    "flash_forward: T_q -> scale #2": "causal stop q0 + rows + T_k - 1/sqrt(d_k) >= T_k "
+    "flash_forward: T_q -> scale in `for k0 in …`": "causal stop q0 + rows + T_k - 1/sqrt(d_k) >= T_k "
                                       "(q0 + rows >= 1 >= scale), so min gives T_k: "
                                       + _EXTRA_TILES,
     "_key_blocks: min(T_k, q0 + rows + T_k - T_q) -> max(T_k, q0 + rows + T_k - T_q)":
@@ -457,7 +457,7 @@ FORWARD_EQUIVALENT = {
     "_key_blocks: stop -> T_k": "the stop without causality: " + _EXTRA_TILES,
     "flash_forward: _mask_tile(S, q0, k0, T_q, T_k, causal) -> "
     "_mask_tile(S, q0, T_q, k0, T_k, causal)": _SWAPPED_MASK,
-    "flash_forward: m_new -> shift":
+    "flash_forward: m_new -> shift in `m = m_new`":
         "m = shift differs from m = m_new only where m_new = -inf (0 there): a row whose keys "
         "so far are all masked, so key 0 is masked and, the visible keys being a prefix, every "
         "later key too; such a row then gets m_new = 0, shift 0, alpha 1 instead of 0, times "
@@ -615,13 +615,13 @@ BACKWARD_EQUIVALENT = {
     "_backward_reference: block_k -> block_q":
         "dQ, dK and dV do not depend on the tile sizes (rounding only)",
     # _key_blocks(q0, rows, T_q, ...) in the backward's key loop, as in the forward's
-    "flash_backward: T_q -> causal #2": "causal stop q0 + rows + T_k - 1 >= the right one "
+    "flash_backward: T_q -> causal in `for k0 in …`": "causal stop q0 + rows + T_k - 1 >= the right one "
                                         "(T_q >= 1): " + _EXTRA_TILES,
-    "flash_backward: T_q -> q0 #2": "causal stop q0 + rows + T_k - q0 >= the right one "
+    "flash_backward: T_q -> q0 in `for k0 in …`": "causal stop q0 + rows + T_k - q0 >= the right one "
                                     "(q0 < T_q): " + _EXTRA_TILES,
-    "flash_backward: T_q -> rows #2": "causal stop q0 + rows + T_k - rows >= the right one "
+    "flash_backward: T_q -> rows in `for k0 in …`": "causal stop q0 + rows + T_k - rows >= the right one "
                                       "(rows <= T_q): " + _EXTRA_TILES,
-    "flash_backward: T_q -> scale #2": "causal stop q0 + rows + T_k - 1/sqrt(d_k) >= T_k "
+    "flash_backward: T_q -> scale in `for k0 in …`": "causal stop q0 + rows + T_k - 1/sqrt(d_k) >= T_k "
                                        "(q0 + rows >= 1 >= scale), so min gives T_k: "
                                        + _EXTRA_TILES,
     "flash_backward: _mask_tile(Qi @ np.swapaxes(Kj, -1, -2) * scale, q0, k0, T_q -> "

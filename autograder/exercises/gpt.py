@@ -140,12 +140,14 @@ _SQUARE = "the block's mask is causal_mask(T) with one argument: T_q and T_k are
 _SELF = "self-attention: mha_forward gets the same h as x_q and as x_kv"
 _FOUR_D = "the heads are 4-D here, (B, n_heads, T, d_k): axis 2 is axis -2, x.shape[:2] is x.shape[:-2]"
 CAUSAL_EQUIVALENT = {**{f"causal_mask: {m}": _SQUARE for m in (
-    "T_k - T_q -> T_q - T_k", "T_q -> T_k #2", "T_k -> T_q #3", "T_k -> T_q #4", "T_q -> T_k #3")},
+    "T_k - T_q -> T_q - T_k", "T_q -> T_k in `return …`", "T_k -> T_q in `return …`",
+    "T_k -> T_q in `return …` #2", "T_q -> T_k in `return …` #2")},
     "causal_mask: np.ones((T_q, T_k), dtype=bool) -> np.ones((T_q, T_k))":
         "the block uses the mask only as np.where's condition, where 1.0 and True choose alike"}
-SELF_EQUIVALENT = {f"mha_forward: {m}": _SELF for m in ("x_q -> x_kv", "x_kv -> x_q", "x_kv -> x_q #2")}
-HEADS_EQUIVALENT = {m: _FOUR_D for m in ("attention_forward: -2 -> 2", "merge_heads: -2 -> 2",
-                                          "merge_heads: -2 -> 2 #2", "split_heads: -2 -> 2")}
+SELF_EQUIVALENT = {f"mha_forward: {m}": _SELF for m in ("x_q -> x_kv in `q = …`", "x_kv -> x_q in `k = …`",
+                                                        "x_kv -> x_q in `v = …`")}
+HEADS_EQUIVALENT = {m: _FOUR_D for m in ("attention_forward: -2 -> 2", "merge_heads: -2 -> 2 in `x = …`",
+                                          "merge_heads: -2 -> 2 in `return …`", "split_heads: -2 -> 2")}
 BLOCK_EQUIVALENT = {**CAUSAL_EQUIVALENT, **SELF_EQUIVALENT, **HEADS_EQUIVALENT}
 
 
@@ -363,11 +365,16 @@ PROBS_EQUIVALENT = {
          "np.argsort(-probs, kind='stable', axis=1)": _AXIS_1,
     _P + "np.take_along_axis(probs, order, axis=-1) -> "
          "np.take_along_axis(probs, order, axis=1)": _AXIS_1,
-    _P + "probs.sum(axis=-1, keepdims=True) -> probs.sum(keepdims=True, axis=1)": _AXIS_1,
-    _P + "probs.sum(axis=-1, keepdims=True) -> probs.sum(keepdims=True, axis=1) #2": _AXIS_1,
+    **{_P + "probs.sum(axis=-1, keepdims=True) -> probs.sum(keepdims=True, axis=1) "
+       f"in `probs = probs / probs.sum(axis=-1, keepdims=True)`{k}": _AXIS_1 for k in ("", " #2")},
     _P + "np.cumsum(sorted_p, axis=-1) -> np.cumsum(sorted_p, axis=1)": _AXIS_1,
     _P + "np.sort(probs, axis=-1) -> np.sort(probs, axis=1)": _AXIS_1,
-    **{_P + "-1 -> 1" + (f" #{k}" if k > 1 else ""): _AXIS_1 for k in range(1, 9)},  # axis=-1 -> 1
+    **{_P + f"-1 -> 1 in `{where}`" + (f" #{k}" if k > 1 else ""): _AXIS_1  # axis=-1 -> 1
+       for where, times in (("probs = softmax(logits / temperature, axis=-1)", 1), ("order = …", 1),
+                            ("sorted_p = …", 1), ("before = …", 1), ("kth = …", 1),
+                            ("np.put_along_axis(keep, order, before < ", 1),
+                            ("probs = probs / probs.sum(axis=-1, keepdims=True)", 2))
+       for k in range(1, times + 1)},
     _P + "softmax(logits / temperature, axis=-1) -> softmax(logits / temperature)": _DEFAULT_AXIS,
     _P + "np.argsort(-probs, axis=-1, kind='stable') -> np.argsort(-probs, kind='stable')":
         _DEFAULT_AXIS,

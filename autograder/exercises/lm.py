@@ -462,9 +462,9 @@ EXERCISES = [
             **{m: "`safe` only guards the division of counts / safe for rows with total 0, "
                   "and the return's np.where(total > 0, ...) gives those rows 1 / vocab_size "
                   "whatever the division gave (counts and k are non-negative)" for m in (
-                "ngram_probs: total > 0 -> total >= 0", "ngram_probs: 0 -> -1",
+                "ngram_probs: total > 0 -> total >= 0 in `safe = …`", "ngram_probs: 0 -> -1 in `safe = …`",
                 "ngram_probs: safe -> total")},
-            "ngram_probs: 1 -> 0": "counts has shape (vocab_size,) * n by the exercise's "
+            "ngram_probs: 1 -> 0 in `vocab_size = …`": "counts has shape (vocab_size,) * n by the exercise's "
                                    "text: every axis has length vocab_size, so shape[0] is "
                                    "shape[-1]"},
         mistakes=PROBS_MISTAKES,
@@ -487,9 +487,9 @@ EXERCISES = [
             **{m: "weights is (B, vocab_size) by the exercise's text (and cum[:, -1:] in the "
                   "reference needs 2-D), so axis 1 is axis -1" for m in (
                 "roll_die: np.cumsum(weights, axis=-1) -> np.cumsum(weights, axis=1)",
-                "roll_die: -1 -> 1",
+                "roll_die: -1 -> 1 in `cum = …`",
                 "roll_die: (cum <= threshold).sum(axis=-1) -> (cum <= threshold).sum(axis=1)",
-                "roll_die: -1 -> 1 #3")},
+                "roll_die: -1 -> 1 in `return …`")},
             "roll_die: a line that updates `weights` is missing":
                 "np.asarray(weights, float64) changes nothing for float64 weights, a list "
                 "(np.cumsum converts it) or integer weights (exact sums, compared with a "

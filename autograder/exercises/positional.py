@@ -244,7 +244,7 @@ def _positions_features(**more):
 # The reference raises ValueError for an odd d_model; these mutants differ only by not raising.
 ODD_D_MODEL = {m: "they differ only for an odd d_model, where the reference raises; d_model is "
                   "even by the exercise's text (pairs of dimensions)" for m in (
-    "frequencies: d_model -> base", "frequencies: 2 -> 0.5", "frequencies: 2 -> 1")}
+    "frequencies: d_model -> base in `if d_model % 2`", "frequencies: 2 -> 0.5 in `if d_model % 2`", "frequencies: 2 -> 1 in `if d_model % 2`")}
 
 EXERCISES = [
     Exercise(

@@ -116,14 +116,25 @@ COUNT_MISTAKES = (
 )
 
 
-def _switched(host, switch, others, repeat=""):
-    """Mutants that put another name where one of course_lib's switches is read: the switches
-    (biases, attention_biases, layernorm, learned_positions) are True in every count of this
-    exercise, and so is every name put in their place (a positive size or count, or a switch)."""
-    return {f"{host}: {switch} -> {other}{repeat}":
+def _switched(host, switch, others, where=""):
+    """Mutants that put another name where one of course_lib's switches is read (in the statement
+    ``where``, when the host reads it in more than one): the switches (biases, attention_biases,
+    layernorm, learned_positions) are True in every count of this exercise, and so is every name
+    put in their place (a positive size or count, or a switch)."""
+    suffix = f" in `{where}`" if where else ""
+    return {f"{host}: {switch} -> {other}{suffix}":
             f"`{switch}` is always True here and `{other}` is true too (a positive number, or on)"
             for other in others.split()}
 
+
+def _each_use(change, uses):
+    """The ids of one change made at each of its places: ``uses`` pairs a statement with how
+    many times the host reads the name there (``#2`` ... inside one statement)."""
+    return [f"{change} in `{where}`" + (f" #{k}" if k > 1 else "")
+            for where, times in uses for k in range(1, times + 1)]
+
+
+_USES_OF_D = (("attention = …", 2), ("mlp = …", 2), ("return …", 5))  # param_breakdown's d
 
 # Mutants of the reference (course_lib.scaling.param_count and param_breakdown) that no case
 # can tell apart (``autograder.exercises.adequacy``): the exercise fixes every switch of course_lib's
@@ -134,20 +145,17 @@ COUNT_EQUIVALENT = {
         "every part is a Python int (the sizes are ints), so their sum is an int already",
     "param_breakdown: a line that updates `d_ff` is missing":
         "the line only turns d_ff = None into 4 * d_model; the exercise always passes d_ff",
-    "param_breakdown: d -> d_model": "d is d_model (d = d_model)",
-    "param_breakdown: d -> d_model #3": "d is d_model (d = d_model)",
-    "param_breakdown: a -> d": "the attention width a is d_model: the exercise passes no d_head",
-    "param_breakdown: a -> d_model":
+    "param_breakdown: d -> d_model in `a = …`": "d is d_model (d = d_model)",
+    "param_breakdown: a -> d in `attention = …`": "the attention width a is d_model: the exercise passes no d_head",
+    "param_breakdown: a -> d_model in `attention = …`":
         "the attention width a is d_model: the exercise passes no d_head",
-    "param_breakdown: d -> a #3":
+    # the later uses of d (in attention, mlp and the returned parts)
+    **{m: "d is d_model (d = d_model)" for m in _each_use("param_breakdown: d -> d_model", _USES_OF_D)},
+    **{m: "a = d: the exercise passes no d_head, so the attention width a is d_model"
+       for m in _each_use("param_breakdown: d -> a", _USES_OF_D)},
+    "param_breakdown: a -> d in `attention = …` #2":
         "the attention width a is d_model: the exercise passes no d_head",
-    # the later uses of d (in attention, mlp and the returned parts) and of a (attention)
-    **{f"param_breakdown: d -> d_model #{k}": "d is d_model (d = d_model)" for k in range(4, 12)},
-    **{f"param_breakdown: d -> a #{k}": "a = d: the exercise passes no d_head, so the "
-       "attention width a is d_model" for k in range(4, 12)},
-    "param_breakdown: a -> d #2":
-        "the attention width a is d_model: the exercise passes no d_head",
-    "param_breakdown: a -> d_model #2":
+    "param_breakdown: a -> d_model in `attention = …` #2":
         "the attention width a is d_model: the exercise passes no d_head",
     **_switched("param_count", "biases",
                 "d_ff d_model layernorm learned_positions n_ctx n_heads n_layers vocab_size"),
@@ -156,11 +164,11 @@ COUNT_EQUIVALENT = {
     **_switched("param_count", "learned_positions",
                 "biases d_ff d_model layernorm n_ctx n_heads n_layers vocab_size"),
     **_switched("param_breakdown", "biases", "a d d_ff d_model layernorm learned_positions "
-                                             "n_ctx n_heads n_layers vocab_size"),
+                                             "n_ctx n_heads n_layers vocab_size", "attention_biases = …"),
     **_switched("param_breakdown", "attention_biases", "a biases d d_ff d_model layernorm "
-                "learned_positions n_ctx n_heads n_layers vocab_size", " #3"),
+                "learned_positions n_ctx n_heads n_layers vocab_size", "attention = …"),
     **_switched("param_breakdown", "biases", "a attention attention_biases d d_ff d_model "
-                "layernorm learned_positions n_ctx n_heads n_layers vocab_size", " #2"),
+                "layernorm learned_positions n_ctx n_heads n_layers vocab_size", "mlp = …"),
     **_switched("param_breakdown", "learned_positions", "a attention attention_biases biases d "
                 "d_ff d_model layernorm mlp n_ctx n_heads n_layers vocab_size"),
     **_switched("param_breakdown", "layernorm", "a attention attention_biases biases d d_ff "

@@ -36,7 +36,7 @@ MAX_PER_HOST = 1500  # a bound on the mutants of one function (a long reference)
 
 @dataclass
 class Mutant:
-    id: str        # stable: "<function>: <before> -> <after>" (with "#k" for a repeat)
+    id: str        # stable: "<function>: <before> -> <after>" (see ``_ids``)
     host: str      # the function that holds the change
     site: int      # where in it (the changed node's index in ``ast.walk`` order)
     family: str    # the kind of change (see ``autograder.kernel.operators``)
@@ -197,28 +197,81 @@ def mutants_by(ex: Exercise, deadline: float) -> tuple[Mutant, ...] | None:
     return _MADE[ex.id]
 
 
+def _statements(tree) -> dict[int, ast.stmt]:
+    """Each node's innermost enclosing statement, by the node's ``id``."""
+    out = {}
+    def visit(node, stmt):
+        stmt = node if isinstance(node, ast.stmt) else stmt
+        out[id(node)] = stmt
+        for child in ast.iter_child_nodes(node):
+            visit(child, stmt)
+    visit(tree, None)
+    return out
+
+
+def _short(stmt) -> str:
+    """A statement by its head: ``q = …``, ``return …``, ``for k0 in …``, ``if d_model % 2``."""
+    if isinstance(stmt, ast.Assign):
+        return " = ".join(ast.unparse(t) for t in stmt.targets) + " = …"
+    if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+        return ast.unparse(stmt).split("=", 1)[0] + "= …"
+    if isinstance(stmt, ast.Return):
+        return "return …"
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return f"for {ast.unparse(stmt.target)} in …"
+    return ast.unparse(stmt).splitlines()[0][:40].rstrip(":")
+
+
+def _labels(tree) -> dict[int, str]:
+    """Each statement's name in a mutant id, by ``id``: its head (``_short``), or its whole first
+    line where two statements of the function share a head (two ``return`` lines)."""
+    statements = [node for node in ast.walk(tree) if isinstance(node, ast.stmt) and node is not tree]
+    heads = [_short(stmt) for stmt in statements]
+    return {id(stmt): head if heads.count(head) == 1 else ast.unparse(stmt).splitlines()[0][:60].rstrip(":")
+            for stmt, head in zip(statements, heads)}
+
+
+def _ids(host, tree, nodes, sites) -> list[str]:
+    """Each site's mutant id: ``"<host>: <before> -> <after>"``. A change that the host has in
+    more than one place is named by its statement too (``... in `mask = ...` ``), never by a
+    position in the function, so that an id stays put when another line of the host moves;
+    ``#k`` counts only repeats inside that one statement."""
+    within, labels = _statements(tree), _labels(tree)
+    plain = []
+    for site in sites:
+        if site.family == "statement":
+            plain.append((f"{host.__name__}: {site.words}", None))
+        else:
+            node = nodes[site.index]
+            before = ast.unparse(node).splitlines()[0][:60]
+            plain.append((f"{host.__name__}: {before} -> {ast.unparse(site.new).splitlines()[0][:60]}",
+                          within.get(id(node))))
+    counts = {}
+    for key, _ in plain:
+        counts[key] = counts.get(key, 0) + 1
+    ids, seen = [], {}
+    for key, stmt in plain:
+        if counts[key] > 1 and stmt is not None and stmt is not tree:
+            key += f" in `{labels[id(stmt)]}`"
+        seen[key] = seen.get(key, 0) + 1
+        ids.append(key if seen[key] == 1 else f"{key} #{seen[key]}")
+    return ids
+
+
 def _made_stream(ex: Exercise):
     """The mutants of ``ex`` one by one, in a fixed order."""
-    seen = {}
     public, parameters = _public_names(ex), _parameters(ex)
     for host in hosts(ex.reference, ex.helpers):
         tree = source_tree(host)
         slots, nodes = slots_of(tree), list(ast.walk(tree))
-        for site in changes(tree, public)[:MAX_PER_HOST]:
-            if site.family == "parameter" and nodes[site.index].id not in parameters:
-                continue  # a helper's switch the exercise never passes: not the text's promise
+        sites = [site for site in changes(tree, public)[:MAX_PER_HOST]
+                 # a helper's switch the exercise never passes: not the text's promise
+                 if not (site.family == "parameter" and nodes[site.index].id not in parameters)]
+        for site, key in zip(sites, _ids(host, tree, nodes, sites)):
             try:
                 fn = _rebuild(ex.reference, host, compile_changed(host, tree, slots, site), {})
             except Exception:  # a change that does not compile (a constant in a slice step, ...)
                 continue
-            if site.family == "statement":
-                key = f"{host.__name__}: {site.words}"
-            else:
-                before = ast.unparse(nodes[site.index]).splitlines()[0][:60]
-                key = f"{host.__name__}: {before} -> {ast.unparse(site.new).splitlines()[0][:60]}"
-            seen[key] = seen.get(key, 0) + 1
-            if seen[key] > 1:
-                key += f" #{seen[key]}"
             # a course function named in words; a private one of the registry's is no name a learner knows
             where = "" if host.__name__ == ex.function or host.__name__.startswith("_") else \
                 f" (in {host.__name__.replace('_', ' ')})"

@@ -132,3 +132,33 @@ def test_a_layer_returning_one_array_where_a_tuple_is_asked_is_told_so():
                  "    return gamma * (x - mu) / np.sqrt(var + eps) + beta\n")
     assert v.points == 0
     assert "returned a single ndarray" in " ".join(v.messages), v.messages
+
+
+def _two_sums(x, y):
+    a = x + y
+    b = x * 2
+    return a - b
+
+
+def _two_sums_moved(x, y):
+    b = x * 2
+    a = x + y
+    return a - b
+
+
+def test_a_mutant_id_names_its_statement_and_stays_put_when_a_line_moves():
+    from autograder.judge.mutation import _ids
+    from autograder.kernel.operators import changes, source_tree
+    import ast
+
+    def named(fn):
+        tree = source_tree(fn)
+        nodes, sites = list(ast.walk(tree)), changes(tree, {"x", "y"})
+        ids = [i.replace(fn.__name__, "f") for i in _ids(fn, tree, nodes, sites)]
+        changed = [ast.unparse(site.new) for site in sites]
+        return dict(zip(ids, changed))
+    here, moved = named(_two_sums), named(_two_sums_moved)
+    assert len(set(here)) == len(here), "ids are unique"
+    assert "f: x -> y in `a = …`" in here and "f: x -> y in `b = …`" in here
+    assert not any("#" in i for i in here), "no position where the statement tells them apart"
+    assert here == moved, "moving a line renames no mutant and points no id at another change"
