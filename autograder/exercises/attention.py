@@ -229,9 +229,10 @@ FORWARD = Exercise(
                 hint="filling with a large negative number spreads a fully masked query evenly "
                      "over its keys; such a query should get weights 0.",
                 wrong=_uniform_when_fully_masked),
-        Mistake(name="no max-subtraction in the softmax",
+        Mistake(name="no max-subtraction in the softmax (or the maximum added)",
                 hint="exp() overflows for large scores; subtract each row's maximum before "
-                     "exponentiating.", wrong=_no_max_subtraction),
+                     "exponentiating (S - max: adding it overflows the same way).",
+                wrong=_no_max_subtraction),
     ),
 )
 

@@ -243,11 +243,33 @@ def changed_inputs(ex: Exercise, failing: list, wrong: list[int], deadline: floa
                    if not _matches(f[1], safe_outputs(ex.reference, _input_changes(ex, f[0]).get(label)), wrong)]
     if unexplained:
         n = len(unexplained)
+        values = [f[1][k][~np.isfinite(f[1][k]) & np.isfinite(f[2][k])] for f in unexplained for k in wrong
+                  if f[1][k].shape == f[2][k].shape]
+        found, cause = nonfinite_words(values)
         message += (f" On {n} other failing case{'s' * (n > 1)} your {_listed(ex, wrong)} "
-                    f"{'has' if len(wrong) == 1 else 'have'} NaN or inf where the reference is finite, "
-                    "which that change does not explain: an overflow (exp of a large number?), "
-                    "inf - inf, or a division by zero.")
+                    f"{'has' if len(wrong) == 1 else 'have'} {found} where the reference is finite, "
+                    f"which that change does not explain: {cause}.")
     return message
+
+
+def nonfinite_words(values: list) -> tuple[str, str]:
+    """What the learner's non-finite entries are (``values``: arrays of them, where the reference
+    is finite) and what can make them, said only as far as the values show: ``-inf`` alone is a
+    starting value never updated or a log of 0, ``inf`` alone an overflow or a division by 0,
+    NaN one of the few operations that make it."""
+    flat = np.concatenate([np.ravel(v) for v in values]) if values else np.array([np.nan])
+    kinds = [w for w, there in (("NaN", np.isnan(flat).any()), ("inf", (flat == np.inf).any()),
+                                ("-inf", (flat == -np.inf).any())) if there]
+    if kinds == ["-inf"]:
+        return "-inf", ("a value still at its starting -inf (a running maximum never updated, "
+                        "a block with nothing in it) or the log of 0")
+    if kinds == ["inf"]:
+        return "inf", "an overflow (exp of a large number?) or a division by zero"
+    if "NaN" not in kinds:
+        return "inf and -inf", ("an overflow, a division by zero, or a value still at its "
+                                "starting -inf")
+    return " and ".join(kinds), ("NaN comes only from inf - inf, 0 * inf, 0 / 0 or the log or square "
+                                 "root of a negative number, often after an overflow or a starting -inf")
 
 
 def _keeps(ex: Exercise, right: tuple | None, changed_case: dict | None, wrong: list[int]) -> bool:
@@ -370,8 +392,8 @@ def where_wrong(ex: Exercise, failing: list, k: int) -> str | None:
     if not all(b.any() for b in bad):
         return None
     if all((~np.isfinite(g) & np.isfinite(w)).any() for _, g, w in pairs):
-        return (f"{name} has NaN or inf where the reference is finite: an overflow (exp of a "
-                "large number?), inf - inf, or a division by zero.")
+        found, cause = nonfinite_words([g[~np.isfinite(g) & np.isfinite(w)] for _, g, w in pairs])
+        return f"{name} has {found} where the reference is finite: {cause}."
     masked = _mask_region(pairs, bad)
     if masked:
         return f"{name} is wrong only {masked}; elsewhere it matches."

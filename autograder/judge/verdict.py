@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from autograder.judge.diagnose import close_per_output, diagnose, rounding, safe_outputs
+from autograder.judge.diagnose import close_per_output, diagnose, nonfinite_words, rounding, safe_outputs
 from autograder.judge.exercise import Exercise, Family, Mistake, both
 from autograder.judge.explain import explain, output_kind
 from autograder.judge.features import in_words
@@ -121,7 +121,8 @@ def describe_difference(ex: Exercise, got: tuple, want: tuple, reveal: bool = Tr
                     f"({w.dtype.name}), e.g. `np.zeros(shape, dtype={promised[1]})`")
         if not np.all(np.isfinite(g)) and np.all(np.isfinite(w)):
             where = tuple(int(j) for j in np.argwhere(~np.isfinite(g))[0])
-            return f"`{name}` contains NaN or inf" + (f" (first at index {where})" if reveal else "") \
+            found = nonfinite_words([g[~np.isfinite(g)]])[0]
+            return f"`{name}` contains {found}" + (f" (first at index {where})" if reveal else "") \
                 + " where the reference is finite"
         if not np.allclose(g, w, rtol=ex.rtol, atol=ex.atol):
             err = np.abs(g.astype(np.float64) - w.astype(np.float64))
@@ -157,7 +158,8 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
     end after about this many seconds on the clock (the one among the mutants gets what the
     fixes left); None: each has its own budget. ``changed``: per case, the names of the inputs
     the learner's call changed in place (the kernel's ``changed_in_place``; data from the
-    sandbox, so only names of the case's own inputs are told); told, whatever the score.
+    sandbox, so only names of the case's own inputs are told); a case whose call changed one
+    does not pass, whatever its outputs (the caller's array is part of what the call does).
     ``alone``: case index -> ``Alone``, its twin run again alone; a case whose kernel outputs
     pass fails after all unless its twin's outputs pass too.
     """
@@ -165,6 +167,7 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
     alone_at = alone if isinstance(alone, dict) else {}
     verdict = Verdict(ex.id, 0.0, float(ex.points), 0, len(cases))
     verdict.changed = _changed_message(ex, cases, changed)
+    changed_at = _changed_cases(cases, changed)
     if len(results) != len(cases):
         verdict.messages.append(f"Recorded {len(results)} results for {len(cases)} cases; "
                                 "run the graded cell unchanged.")
@@ -174,6 +177,7 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
     stubs = 0       # cases that raised the release's NotImplementedError
     too_large = []  # messages for the cases that held more memory than their limit
     told_alone = []  # and for those that failed run again alone (``autograder.pipeline.rerun``)
+    in_place = 0     # cases with the right outputs whose call changed an input in place
     for i, (case, got) in enumerate(zip(cases, results)):
         want = as_outputs(ex.reference(**case))
         wants.append(want)
@@ -192,6 +196,9 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
             errors.append(got.text if got.stub else f"{label}: {got.text if public else without_values(got.text)}")
             stubs += got.stub
             raised.append(case)
+            continue
+        if close(ex, got, want) and i in changed_at:
+            in_place += 1  # the right outputs, but the caller's inputs changed: told in ``changed``
             continue
         if close(ex, got, want):
             verdict.passed += 1
@@ -241,21 +248,32 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
     if told_alone:  # what went wrong there is for the learner to find: the grader saw only the twin's outputs
         verdict.messages.append(told_alone[0] + (f" ({len(told_alone) - 1} more case(s) likewise)"
                                                  if len(told_alone) > 1 else ""))
-    verdict.messages.append(f"{verdict.passed} of {len(cases)} cases match the reference.")
+    verdict.messages.append(f"{verdict.passed} of {len(cases)} cases match the reference" + (
+        f"; {in_place} more give the right outputs but change an input in place." if in_place else "."))
     if first_problem:
         verdict.messages.append("First difference, " + first_problem.rstrip(".") + ".")
     return verdict
 
 
+def _changed_names(cases: list, changed) -> list[list[str]]:
+    """Per case, the names of its own inputs that the learner's call changed in place (the
+    kernel's report, data from the sandbox: anything else in it is ignored)."""
+    if not isinstance(changed, list) or len(changed) != len(cases):
+        return [[] for _ in cases]
+    return [[name for name in (these if isinstance(these, list) else ())
+             if isinstance(name, str) and name in case] for case, these in zip(cases, changed)]
+
+
+def _changed_cases(cases: list, changed) -> set[int]:
+    """The indices of the cases whose call changed one of its inputs in place."""
+    return {i for i, names in enumerate(_changed_names(cases, changed)) if names}
+
+
 def _changed_message(ex: Exercise, cases: list, changed) -> str | None:
     """What to tell when the learner's call changed its inputs in place on some case."""
-    if not isinstance(changed, list) or len(changed) != len(cases):
-        return None
     names = []
-    for case, these in zip(cases, changed):
-        for name in these if isinstance(these, list) else ():
-            if isinstance(name, str) and name in case and name not in names:
-                names.append(name)
+    for these in _changed_names(cases, changed):
+        names += [name for name in these if name not in names]
     if not names:
         return None
     shown = " and ".join(f"`{n}`" for n in names)

@@ -124,7 +124,7 @@ def test_the_check_cell_warns_about_a_module_absent_while_graded(capsys):
     assert "course_lib.softmax" in out and "not available while the notebook is graded" in out
 
 
-def test_the_check_cell_passes_code_that_changes_its_input_and_says_so(capsys):
+def test_the_check_cell_fails_code_that_changes_its_input_and_says_so(capsys):
     from autograder.check_cell import check
 
     namespace = {"__name__": "__main__", "np": np}
@@ -132,7 +132,8 @@ def test_the_check_cell_passes_code_that_changes_its_input_and_says_so(capsys):
          "    z /= z.sum(axis=axis, keepdims=True)\n    return z\n", namespace)
     check("warmup.softmax", namespace)
     out = capsys.readouterr().out
-    assert out.startswith("\u2714 softmax: all") and "But note: Your `softmax` changes its input `z` in place" in out
+    assert out.startswith("\u2718 softmax") and "Your `softmax` changes its input `z` in place" in out
+    assert "right outputs but change an input in place" in out
 
 
 def test_objects_are_not_numbers():
@@ -225,6 +226,9 @@ def test_names_of_changed_inputs_from_the_sandbox_are_told_only_when_they_are_th
     # the list comes from the learner's process: anything but a name of the case's inputs is dropped
     forged = [["x", "<b>gradebook</b>", 3, "y"]] + [[] for _ in CASES[1:]]
     v = judge(EX, CASES, outputs(lambda x: 2 * x), changed=forged)
-    assert v.full_marks and "`x`" in v.changed and "gradebook" not in v.changed and "`y`" not in v.changed
-    assert judge(EX, CASES, outputs(lambda x: 2 * x), changed="x").changed is None
-    assert judge(EX, CASES, outputs(lambda x: 2 * x), changed=[["z"]] * len(CASES)).changed is None
+    assert v.passed == len(CASES) - 1, "the case whose input changed in place does not pass"
+    assert "1 more give the right outputs but change an input in place" in " ".join(v.messages)
+    assert "`x`" in v.changed and "gradebook" not in v.changed and "`y`" not in v.changed
+    for junk in ("x", [["z"]] * len(CASES), [["x"]] * (len(CASES) + 1)):
+        v = judge(EX, CASES, outputs(lambda x: 2 * x), changed=junk)
+        assert v.changed is None and v.full_marks, junk
