@@ -5,7 +5,9 @@ failing case. Never staged in the grading sandbox, and nothing here decides a gr
 """
 from __future__ import annotations
 
+import contextlib
 import copy
+import threading
 import warnings
 
 import numpy as np
@@ -17,6 +19,21 @@ from autograder.kernel.cases import DIAGNOSIS_SECONDS, grading_folder, run_cases
 from autograder.kernel.repair import CHECK_SECONDS, decode_fixes, fixes
 from autograder.kernel.transport import as_outputs
 from autograder.picture import show_first_failure
+
+PATIENCE = 1.0  # seconds before the check cell says that it is still looking
+
+
+@contextlib.contextmanager
+def _looking(after: float | None = None):
+    """Print "Looking for the mistake…" once if the block runs longer than ``after`` seconds
+    (``PATIENCE``), so that a learner waiting on the search sees more than a busy prompt."""
+    timer = threading.Timer(PATIENCE if after is None else after, lambda: print("Looking for the mistake\u2026", flush=True))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def check(exercise_id: str, namespace: dict) -> None:
@@ -34,10 +51,11 @@ def check(exercise_id: str, namespace: dict) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         changed = []
-        results = run_cases(namespace, ex.function, ex.call, cases, signature=ex.signature,
-                            memory=ex.memory_limits(cases), changed=changed)
-        verdict = judge(ex, cases, results, public=True, fixes=lambda: _public_fixes(ex, namespace, cases),
-                        seconds=DIAGNOSIS_SECONDS, changed=changed)
+        with _looking():
+            results = run_cases(namespace, ex.function, ex.call, cases, signature=ex.signature,
+                                memory=ex.memory_limits(cases), changed=changed)
+            verdict = judge(ex, cases, results, public=True, fixes=lambda: _public_fixes(ex, namespace, cases),
+                            seconds=DIAGNOSIS_SECONDS, changed=changed)
     advice = _unavailable_while_graded(ex, namespace)
     if verdict.passed == verdict.total and not advice:
         print(f"\u2714 {ex.function}: all {verdict.total} public cases match. "

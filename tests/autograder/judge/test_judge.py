@@ -232,3 +232,18 @@ def test_names_of_changed_inputs_from_the_sandbox_are_told_only_when_they_are_th
     for junk in ("x", [["z"]] * len(CASES), [["x"]] * (len(CASES) + 1)):
         v = judge(EX, CASES, outputs(lambda x: 2 * x), changed=junk)
         assert v.changed is None and v.full_marks, junk
+
+
+def test_a_slow_check_cell_says_it_is_looking_first(capsys, monkeypatch):
+    from autograder import check_cell
+
+    monkeypatch.setattr(check_cell, "PATIENCE", 0.05)
+    namespace = {"__name__": "__main__", "np": np}
+    exec("import time\ndef softmax(z, axis=-1):\n    time.sleep(0.05)\n    return np.exp(z)\n", namespace)
+    check_cell.check("warmup.softmax", namespace)
+    out = capsys.readouterr().out
+    assert out.startswith("Looking for the mistake\u2026\n\u2718 softmax"), out[:200]
+    exec("def softmax(z, axis=-1):\n    return np.exp(z)\n", namespace)
+    monkeypatch.setattr(check_cell, "PATIENCE", 30.0)
+    check_cell.check("warmup.softmax", namespace)
+    assert "Looking" not in capsys.readouterr().out, "a quick answer comes alone"
