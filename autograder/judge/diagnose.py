@@ -282,6 +282,18 @@ def _keeps(ex: Exercise, right: tuple | None, changed_case: dict | None, wrong: 
 
 
 # ----------------------------------------------------------------------------- 3. output transformed
+def _factor_words(label: str) -> str:
+    """"multiplied by n" said as a learner's slip would be: a division by a size too many is
+    often a mean where a sum belongs (and the other way round)."""
+    size = label[2:] if label.startswith("1/") else label
+    if not size.isidentifier() or label in CONSTANTS:  # sqrt(d_k), 2, e: no mean or sum in sight
+        return f"multiplied by {label}: a factor {label} is missing or extra"
+    if label.startswith("1/"):  # a size of the case: T, d_model, n
+        return f"divided by {size}: a division by {size} too many (a mean where a sum belongs?)"
+    return (f"multiplied by {size}: a division by {size} missing (a sum where a mean "
+            f"belongs?), or a factor {size} too many")
+
+
 def outputs_in_wrong_order(ex: Exercise, failing: list, wrong: list[int]) -> str | None:
     n = len(failing[0][2])
     for i, j in itertools.combinations(wrong, 2):
@@ -306,8 +318,7 @@ def transformed_output(ex: Exercise, failing: list, k: int) -> str | None:
             label = _common_label([_factors(ex, c) for c, _, _ in pairs],
                                   lambda i, v: abs(ratios[i] - v) <= 1e-6 * abs(v))
             if label:
-                return (f"{name} equals the reference multiplied by {label}: a factor "
-                        f"{label} is missing or extra.")
+                return f"{name} equals the reference {_factor_words(label)}."
             if len(ratios) > 1 and all(abs(r - ratios[0]) <= 1e-6 * abs(ratios[0]) for r in ratios) \
                     and abs(ratios[0] - 1) > 1e-3:
                 return f"{name} equals the reference multiplied by {ratios[0]:.4g}: a constant factor is off."
