@@ -7,6 +7,12 @@ is no topic: the offline check that the topics' cases tell every mutant apart.
 ``Exercise`` with that id from its ``EXERCISES`` list. Each exercise is declared with keywords
 only, ``Exercise(id=..., ...)``, its id starting with its module's topic. Adding a notebook
 means adding one module here; nothing else needs to change.
+
+A topic's module has one layout, in the notebook's order: under a header comment, a section holds
+one exercise (or a few close ones), each as its parts (cases, reference, mistake models, features,
+equivalent mutants) followed by ``NAME = Exercise(...)``; the module ends with ``EXERCISES = [NAME,
+...]``. A part that several exercises use comes before the first of them; what belongs to none
+(``FORBIDDEN``, case helpers, parts most sections use) sits at the top, in a "shared" section.
 """
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from course_lib.softmax import softmax, softmax_jvp
 FORBIDDEN = ("course_lib.attention", "torch")  # torch would also bring autograd
 
 
-# ----------------------------------------------------------------------------- case helpers
+# ----------------------------------------------------------------------------- shared
 def _randn(rng, *shape, scale=1.0):
     return rng.standard_normal(shape) * scale
 

@@ -28,6 +28,12 @@ FORBIDDEN = ("course_lib.tokenize", "course_lib.transformer", "course_lib.genera
              "course_lib.decoding", "course_lib.translation")
 
 
+# ============================================================================ shared
+# Mutants that no legitimate input tells from the reference (autograder.exercises.adequacy). The swaps of
+# np.swapaxes's two axes (symmetric) are left out on purpose: a mutant the engine should not make.
+_PY_INTS = "numpy makes an int64 array of a list of Python ints without dtype= too; only an empty list "
+
+
 # ============================================================================ byte-pair encoding
 def _letters(n):
     """Byte ids of the first n lower-case letters: 'a' is 3 + 97."""
@@ -144,6 +150,33 @@ MERGE_MISTAKES = (
 )
 
 
+_NP_INT = "numpy int64 ids and counts hash, compare and add as Python ints do: same merges, same ids"
+MERGE_EQUIVALENT = {"_as_dict: int(c) -> c": _NP_INT, "_as_dict: int(t) -> t": _NP_INT}
+
+BPE_FEATURES = shape_features(**{
+    "first_id other than 259": lambda c: c["first_id"] != FIRST_MERGE_ID,
+    "no pair at all (every chunk one token)":
+        lambda c: "words" in c and all(len(w) == 1 for w in c["words"]),
+    "more merges asked than pairs left (stops early)":
+        lambda c: "n_merges" in c and len(learn_merges(**c)) < c["n_merges"],
+    "a byte never seen in training": lambda c: "ids" in c and (c["ids"] > BYTE_OFFSET + 127).any(),
+    "a single byte": lambda c: "ids" in c and len(c["ids"]) == 1})
+
+BPE_MERGES = Exercise(
+    id="encdec.bpe_merges",
+    function="learn_merges",
+    signature="learn_merges(words, counts, n_merges, first_id=259) -> merges (n_pairs, 2) int",
+    cases=_merge_cases,
+    reference=learn_merges,
+    points=2,
+    output_names=("merges",),
+    forbidden=FORBIDDEN,
+    features=BPE_FEATURES,
+    equivalent=MERGE_EQUIVALENT,
+    mistakes=MERGE_MISTAKES,
+)
+
+
 def _encode_cases(rng, hidden):
     cases = []
     for n_letters, n_merges in ((3, 6), (4, 8)) if not hidden else ((3, 10), (5, 12), (2, 5)):
@@ -199,15 +232,23 @@ ENCODE_MISTAKES = (
             hint="replace *every* occurrence of the pair, scanning left to right, before moving to "
                  "the next merge.", wrong=_encode_with(once=True)),
 )
+ENCODE_EQUIVALENT = {"bpe_encode: int(t) -> t": _NP_INT,
+                     "bpe_encode: np.array(word, dtype=np.int64) -> np.array(word)":
+                         _PY_INTS + "would differ, and every case has at least one id"}
 
-BPE_FEATURES = shape_features(**{
-    "first_id other than 259": lambda c: c["first_id"] != FIRST_MERGE_ID,
-    "no pair at all (every chunk one token)":
-        lambda c: "words" in c and all(len(w) == 1 for w in c["words"]),
-    "more merges asked than pairs left (stops early)":
-        lambda c: "n_merges" in c and len(learn_merges(**c)) < c["n_merges"],
-    "a byte never seen in training": lambda c: "ids" in c and (c["ids"] > BYTE_OFFSET + 127).any(),
-    "a single byte": lambda c: "ids" in c and len(c["ids"]) == 1})
+BPE_ENCODE = Exercise(
+    id="encdec.bpe_encode",
+    function="bpe_encode",
+    signature="bpe_encode(ids, merges, first_id=259) -> ids (1-D int)",
+    cases=_encode_cases,
+    reference=bpe_encode,
+    points=1,
+    output_names=("ids",),
+    forbidden=FORBIDDEN,
+    features=BPE_FEATURES,
+    equivalent=ENCODE_EQUIVALENT,
+    mistakes=ENCODE_MISTAKES,
+)
 
 
 # ============================================================================ teacher forcing
@@ -255,6 +296,18 @@ SHIFT_FEATURES = shape_features(**{
     "an empty target": lambda c: len(c["target_ids"]) == 0,
     "a one-token target": lambda c: len(c["target_ids"]) == 1,
     "bos and eos other than 1 and 2": lambda c: (c["bos"], c["eos"]) != (1, 2)})
+SHIFT_RIGHT = Exercise(
+    id="encdec.shift_right",
+    function="decoder_input_and_target",
+    signature="decoder_input_and_target(target_ids, bos=1, eos=2) -> (tgt_in, tgt_out)",
+    cases=_shift_cases,
+    reference=_shift_reference,
+    points=1,
+    output_names=("tgt_in", "tgt_out"),
+    forbidden=FORBIDDEN,
+    features=SHIFT_FEATURES,
+    mistakes=SHIFT_MISTAKES,
+)
 
 
 # ============================================================================ masks
@@ -368,6 +421,30 @@ MASK_FEATURES = shape_features(**{
     "padding before the tokens": lambda c: (c["tgt_in"][:, 0] == c["pad_id"]).any(),
     "a single sequence (B = 1)": lambda c: len(c["src"]) == 1,
     "T_src = T = 1": lambda c: c["src"].shape[1] == c["tgt_in"].shape[1] == 1})
+_SQUARE = "the decoder's mask is causal_mask(T) with one argument: T_q and T_k are the same number"
+MASK_EQUIVALENT = {
+    "attention_masks: padding_keys(src, pad_id) -> padding_keys(pad_id, src)":
+        "padding_keys computes ids != pad_id, and != is symmetric",
+    "attention_masks: padding_keys(tgt_in, pad_id) -> padding_keys(pad_id, tgt_in)":
+        "padding_keys computes ids != pad_id, and != is symmetric",
+    **{f"causal_mask: {m}": _SQUARE for m in (
+        "T_k - T_q -> T_q - T_k", "T_q -> T_k in `return …`", "T_k -> T_q in `return …`",
+        "T_k -> T_q in `return …` #2", "T_q -> T_k in `return …` #2")}}
+
+MASKS = Exercise(
+    id="encdec.masks",
+    function="attention_masks",
+    signature="attention_masks(src, tgt_in, pad_id=0) -> (enc_mask (B, 1, 1, T_src), "
+              "cross_mask (B, 1, 1, T_src), dec_mask (B, 1, T, T))",
+    cases=_mask_cases,
+    reference=_masks,
+    points=2,
+    output_names=("enc_mask", "cross_mask", "dec_mask"),
+    forbidden=FORBIDDEN,
+    features=MASK_FEATURES,
+    equivalent=MASK_EQUIVALENT,
+    mistakes=MASK_MISTAKES,
+)
 
 
 # ============================================================================ embedding
@@ -417,6 +494,19 @@ EMBED_MISTAKES = (
 )
 EMBED_FEATURES = shape_features(**{"a single position (T = 1)": lambda c: c["ids"].shape[1] == 1,
                                    "d_model = 2": lambda c: c["W_E"].shape[1] == 2})
+EMBED = Exercise(
+    id="encdec.embed",
+    function="embed",
+    signature="embed(ids, W_E, P) -> x (B, T, d_model)",
+    cases=_embed_cases,
+    reference=embed,
+    points=1,
+    output_names=("x",),
+    forbidden=FORBIDDEN,
+    features=EMBED_FEATURES,
+    dims=lambda c: {"d_model": c["W_E"].shape[1]},
+    mistakes=EMBED_MISTAKES,
+)
 
 
 # ============================================================================ blocks
@@ -492,6 +582,43 @@ ENCODER_MISTAKES = (
     Mistake(name="layer norms swapped", hint="norm1 follows the attention, norm2 the FFN.",
             wrong=lambda x, p, n_heads, mask=None: encoder_block(
                 x, {**p, "norm1": p["norm2"], "norm2": p["norm1"]}, n_heads, mask)),
+)
+
+
+def _block_dims(c):
+    x = c.get("x", c.get("y"))
+    return {"d_model": x.shape[-1], "n_heads": c["n_heads"], "d_k": x.shape[-1] // c["n_heads"]}
+
+
+BLOCK_FEATURES = shape_features(**{
+    "one head": lambda c: c["n_heads"] == 1,
+    "a single sequence (B = 1)": lambda c: len(c.get("x", c.get("y"))) == 1,
+    "no mask": lambda c: "mask" in c and c["mask"] is None,
+    "T_src ≠ T": lambda c: "memory" in c and c["memory"].shape[1] != c["y"].shape[1],
+    "padding in the target": lambda c: "self_mask" in c and not c["self_mask"][:, :, -1].all()})
+
+_FOUR_D = "the heads are 4-D here, (B, n_heads, T, d_k): axis 2 is axis -2, x.shape[:2] is x.shape[:-2]"
+_SELF = "the encoder's self-attention: mha_forward gets the same h as x_q and as x_kv"
+HEADS_EQUIVALENT = {m: _FOUR_D for m in ("attention_forward: -2 -> 2", "merge_heads: -2 -> 2 in `x = …`",
+                                          "merge_heads: -2 -> 2 in `return …`", "split_heads: -2 -> 2")}
+ENCODER_EQUIVALENT = {**{f"mha_forward: {m}": _SELF for m in ("x_q -> x_kv in `q = …`",
+                                                              "x_kv -> x_q in `k = …`",
+                                                              "x_kv -> x_q in `v = …`")},
+                      **HEADS_EQUIVALENT}
+
+ENCODER_BLOCK = Exercise(
+    id="encdec.encoder_block",
+    function="encoder_block",
+    signature="encoder_block(x, p, n_heads, mask=None) -> out",
+    cases=_encoder_cases,
+    reference=_encoder_reference,
+    points=2,
+    output_names=("out",),
+    forbidden=FORBIDDEN,
+    features=BLOCK_FEATURES,
+    dims=_block_dims,
+    equivalent=ENCODER_EQUIVALENT,
+    mistakes=ENCODER_MISTAKES,
 )
 
 
@@ -580,18 +707,20 @@ DECODER_MISTAKES = (
                 decoder_block(y, memory, p, n_heads, self_mask, cross_mask, order="pre")),
 )
 
-
-def _block_dims(c):
-    x = c.get("x", c.get("y"))
-    return {"d_model": x.shape[-1], "n_heads": c["n_heads"], "d_k": x.shape[-1] // c["n_heads"]}
-
-
-BLOCK_FEATURES = shape_features(**{
-    "one head": lambda c: c["n_heads"] == 1,
-    "a single sequence (B = 1)": lambda c: len(c.get("x", c.get("y"))) == 1,
-    "no mask": lambda c: "mask" in c and c["mask"] is None,
-    "T_src ≠ T": lambda c: "memory" in c and c["memory"].shape[1] != c["y"].shape[1],
-    "padding in the target": lambda c: "self_mask" in c and not c["self_mask"][:, :, -1].all()})
+DECODER_BLOCK = Exercise(
+    id="encdec.decoder_block",
+    function="decoder_block",
+    signature="decoder_block(y, memory, p, n_heads, self_mask=None, cross_mask=None) -> out",
+    cases=_decoder_cases,
+    reference=_decoder_reference,
+    points=2,
+    output_names=("out",),
+    forbidden=FORBIDDEN,
+    features=BLOCK_FEATURES,
+    dims=_block_dims,
+    equivalent=HEADS_EQUIVALENT,
+    mistakes=DECODER_MISTAKES,
+)
 
 
 # ============================================================================ decoding
@@ -694,6 +823,30 @@ DECODE_FEATURES = shape_features(**{
         lambda c: "beam_size" in c and _finished_tie(c),
     "a tie between candidates at the beam's cut (the smaller (beam, token) is kept)":
         lambda c: "beam_size" in c and _cut_tie(c)})
+
+GREEDY_EQUIVALENT = {
+    "greedy_decode: int(np.argmax(next_log_probs(np.array([tokens]))[0])) -> "
+    "np.argmax(next_log_probs(np.array([tokens]))[0])":
+        "an np.int64 token in the list gives the same prefixes, comparison with eos and result",
+    "greedy_decode: 0 -> -1": "greedy passes one prefix: next_log_probs returns one row, row 0 "
+                              "is row -1",
+    "greedy_decode: np.array(tokens[1:], dtype=np.int64) -> np.array(tokens[1:])":
+        _PY_INTS + "would differ, and max_len >= 1 in every case, so a token always comes"}
+
+GREEDY = Exercise(
+    id="encdec.greedy",
+    function="greedy_decode",
+    signature="greedy_decode(next_log_probs, bos=1, eos=2, max_len=10) -> tokens (1-D int)",
+    cases=_greedy_cases,
+    reference=_on_table(greedy_decode),
+    call="markov_decoder",
+    points=1,
+    output_names=("tokens",),
+    forbidden=FORBIDDEN,
+    features=DECODE_FEATURES,
+    equivalent=GREEDY_EQUIVALENT,
+    mistakes=GREEDY_MISTAKES,
+)
 
 
 _MOST_BEAMS = 20_000  # live beams the per-beam mistake's model keeps before it gives up
@@ -939,178 +1092,33 @@ BEAM_MISTAKES = (
             wrong=_table_with(_beam_with, raw_score=True)),
 )
 
+BEAM_EQUIVALENT = {
+    "beam_search: np.full((1, 1), bos, dtype=np.int64) -> np.full((1, 1), bos)":
+        "bos is a Python int, so np.full makes an int64 array without dtype= too",
+    "beam_search: int(np.argmax(normalised)) -> np.argmax(normalised)":
+        "an np.intp index picks the same entry of the pool list",
+    "beam_search: np.concatenate([beams[beam], token[:, None]], axis=1) -> "
+    "np.concatenate([beams[beam], token[:, None]], axis=-1)":
+        "beams[beam] and token[:, None] are 2-D (B, t): axis -1 is axis 1",
+    "beam_search: beams -> seqs in `pool = …`": "the live beams are read only when nothing finished: "
+        "then no candidate of the last step ended with eos, and seqs is the live beams"}
 
-# ============================================================================ equivalent mutants
-# Mutants that no legitimate input tells from the reference (autograder.exercises.adequacy). The swaps of
-# np.swapaxes's two axes (symmetric) are left out on purpose: a mutant the engine should not make.
-_NP_INT = "numpy int64 ids and counts hash, compare and add as Python ints do: same merges, same ids"
-_SQUARE = "the decoder's mask is causal_mask(T) with one argument: T_q and T_k are the same number"
-_FOUR_D = "the heads are 4-D here, (B, n_heads, T, d_k): axis 2 is axis -2, x.shape[:2] is x.shape[:-2]"
-_SELF = "the encoder's self-attention: mha_forward gets the same h as x_q and as x_kv"
-HEADS_EQUIVALENT = {m: _FOUR_D for m in ("attention_forward: -2 -> 2", "merge_heads: -2 -> 2 in `x = …`",
-                                          "merge_heads: -2 -> 2 in `return …`", "split_heads: -2 -> 2")}
-_PY_INTS = "numpy makes an int64 array of a list of Python ints without dtype= too; only an empty list "
-EQUIVALENT = {
-    "bpe_merges": {"_as_dict: int(c) -> c": _NP_INT, "_as_dict: int(t) -> t": _NP_INT},
-    "bpe_encode": {"bpe_encode: int(t) -> t": _NP_INT,
-                   "bpe_encode: np.array(word, dtype=np.int64) -> np.array(word)":
-                       _PY_INTS + "would differ, and every case has at least one id"},
-    "masks": {
-        "attention_masks: padding_keys(src, pad_id) -> padding_keys(pad_id, src)":
-            "padding_keys computes ids != pad_id, and != is symmetric",
-        "attention_masks: padding_keys(tgt_in, pad_id) -> padding_keys(pad_id, tgt_in)":
-            "padding_keys computes ids != pad_id, and != is symmetric",
-        **{f"causal_mask: {m}": _SQUARE for m in (
-            "T_k - T_q -> T_q - T_k", "T_q -> T_k in `return …`", "T_k -> T_q in `return …`",
-            "T_k -> T_q in `return …` #2", "T_q -> T_k in `return …` #2")}},
-    "encoder_block": {**{f"mha_forward: {m}": _SELF for m in ("x_q -> x_kv in `q = …`",
-                                                              "x_kv -> x_q in `k = …`",
-                                                              "x_kv -> x_q in `v = …`")},
-                      **HEADS_EQUIVALENT},
-    "decoder_block": HEADS_EQUIVALENT,
-    "greedy": {
-        "greedy_decode: int(np.argmax(next_log_probs(np.array([tokens]))[0])) -> "
-        "np.argmax(next_log_probs(np.array([tokens]))[0])":
-            "an np.int64 token in the list gives the same prefixes, comparison with eos and result",
-        "greedy_decode: 0 -> -1": "greedy passes one prefix: next_log_probs returns one row, row 0 "
-                                  "is row -1",
-        "greedy_decode: np.array(tokens[1:], dtype=np.int64) -> np.array(tokens[1:])":
-            _PY_INTS + "would differ, and max_len >= 1 in every case, so a token always comes"},
-    "beam_search": {
-        "beam_search: np.full((1, 1), bos, dtype=np.int64) -> np.full((1, 1), bos)":
-            "bos is a Python int, so np.full makes an int64 array without dtype= too",
-        "beam_search: int(np.argmax(normalised)) -> np.argmax(normalised)":
-            "an np.intp index picks the same entry of the pool list",
-        "beam_search: np.concatenate([beams[beam], token[:, None]], axis=1) -> "
-        "np.concatenate([beams[beam], token[:, None]], axis=-1)":
-            "beams[beam] and token[:, None] are 2-D (B, t): axis -1 is axis 1",
-        "beam_search: beams -> seqs in `pool = …`": "the live beams are read only when nothing finished: "
-            "then no candidate of the last step ended with eos, and seqs is the live beams"},
-}
+BEAM_SEARCH = Exercise(
+    id="encdec.beam_search",
+    function="beam_search",
+    signature="beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0) "
+              "-> (tokens, score)",
+    cases=_beam_cases,
+    reference=_beam_reference,
+    call="markov_decoder",
+    points=3,
+    output_names=("tokens", "score"),
+    forbidden=FORBIDDEN,
+    features=DECODE_FEATURES,
+    equivalent=BEAM_EQUIVALENT,
+    mistakes=BEAM_MISTAKES,
+)
 
 
-# ============================================================================ the registry
-EXERCISES = [
-    Exercise(
-        id="encdec.bpe_merges",
-        function="learn_merges",
-        signature="learn_merges(words, counts, n_merges, first_id=259) -> merges (n_pairs, 2) int",
-        cases=_merge_cases,
-        reference=learn_merges,
-        points=2,
-        output_names=("merges",),
-        forbidden=FORBIDDEN,
-        features=BPE_FEATURES,
-        equivalent=EQUIVALENT["bpe_merges"],
-        mistakes=MERGE_MISTAKES,
-    ),
-    Exercise(
-        id="encdec.bpe_encode",
-        function="bpe_encode",
-        signature="bpe_encode(ids, merges, first_id=259) -> ids (1-D int)",
-        cases=_encode_cases,
-        reference=bpe_encode,
-        points=1,
-        output_names=("ids",),
-        forbidden=FORBIDDEN,
-        features=BPE_FEATURES,
-        equivalent=EQUIVALENT["bpe_encode"],
-        mistakes=ENCODE_MISTAKES,
-    ),
-    Exercise(
-        id="encdec.shift_right",
-        function="decoder_input_and_target",
-        signature="decoder_input_and_target(target_ids, bos=1, eos=2) -> (tgt_in, tgt_out)",
-        cases=_shift_cases,
-        reference=_shift_reference,
-        points=1,
-        output_names=("tgt_in", "tgt_out"),
-        forbidden=FORBIDDEN,
-        features=SHIFT_FEATURES,
-        mistakes=SHIFT_MISTAKES,
-    ),
-    Exercise(
-        id="encdec.masks",
-        function="attention_masks",
-        signature="attention_masks(src, tgt_in, pad_id=0) -> (enc_mask (B, 1, 1, T_src), "
-                  "cross_mask (B, 1, 1, T_src), dec_mask (B, 1, T, T))",
-        cases=_mask_cases,
-        reference=_masks,
-        points=2,
-        output_names=("enc_mask", "cross_mask", "dec_mask"),
-        forbidden=FORBIDDEN,
-        features=MASK_FEATURES,
-        equivalent=EQUIVALENT["masks"],
-        mistakes=MASK_MISTAKES,
-    ),
-    Exercise(
-        id="encdec.embed",
-        function="embed",
-        signature="embed(ids, W_E, P) -> x (B, T, d_model)",
-        cases=_embed_cases,
-        reference=embed,
-        points=1,
-        output_names=("x",),
-        forbidden=FORBIDDEN,
-        features=EMBED_FEATURES,
-        dims=lambda c: {"d_model": c["W_E"].shape[1]},
-        mistakes=EMBED_MISTAKES,
-    ),
-    Exercise(
-        id="encdec.encoder_block",
-        function="encoder_block",
-        signature="encoder_block(x, p, n_heads, mask=None) -> out",
-        cases=_encoder_cases,
-        reference=_encoder_reference,
-        points=2,
-        output_names=("out",),
-        forbidden=FORBIDDEN,
-        features=BLOCK_FEATURES,
-        dims=_block_dims,
-        equivalent=EQUIVALENT["encoder_block"],
-        mistakes=ENCODER_MISTAKES,
-    ),
-    Exercise(
-        id="encdec.decoder_block",
-        function="decoder_block",
-        signature="decoder_block(y, memory, p, n_heads, self_mask=None, cross_mask=None) -> out",
-        cases=_decoder_cases,
-        reference=_decoder_reference,
-        points=2,
-        output_names=("out",),
-        forbidden=FORBIDDEN,
-        features=BLOCK_FEATURES,
-        dims=_block_dims,
-        equivalent=EQUIVALENT["decoder_block"],
-        mistakes=DECODER_MISTAKES,
-    ),
-    Exercise(
-        id="encdec.greedy",
-        function="greedy_decode",
-        signature="greedy_decode(next_log_probs, bos=1, eos=2, max_len=10) -> tokens (1-D int)",
-        cases=_greedy_cases,
-        reference=_on_table(greedy_decode),
-        call="markov_decoder",
-        points=1,
-        output_names=("tokens",),
-        forbidden=FORBIDDEN,
-        features=DECODE_FEATURES,
-        equivalent=EQUIVALENT["greedy"],
-        mistakes=GREEDY_MISTAKES,
-    ),
-    Exercise(
-        id="encdec.beam_search",
-        function="beam_search",
-        signature="beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0) "
-                  "-> (tokens, score)",
-        cases=_beam_cases,
-        reference=_beam_reference,
-        call="markov_decoder",
-        points=3,
-        output_names=("tokens", "score"),
-        forbidden=FORBIDDEN,
-        features=DECODE_FEATURES,
-        equivalent=EQUIVALENT["beam_search"],
-        mistakes=BEAM_MISTAKES,
-    ),
-]
+EXERCISES = [BPE_MERGES, BPE_ENCODE, SHIFT_RIGHT, MASKS, EMBED, ENCODER_BLOCK, DECODER_BLOCK,
+             GREEDY, BEAM_SEARCH]

@@ -24,6 +24,7 @@ from course_lib.flash.reference import (FlashCache, finite_shift, flash_backward
 FORBIDDEN = ("course_lib.flash", "course_lib.attention", "torch")  # torch would bring autograd
 
 
+# ============================================================================ shared
 def _swapT(x):
     return np.swapaxes(x, -1, -2)
 

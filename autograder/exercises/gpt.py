@@ -132,7 +132,6 @@ def _block_dims(c):
     return {"d_model": d, "n_heads": c["n_heads"], "d_k": d // c["n_heads"]}
 
 
-# ============================================================================ equivalent mutants
 # Mutants of the course functions the references call that no legitimate input tells from them
 # (autograder.exercises.adequacy); the symmetric swaps of np.swapaxes's two axes are left out on purpose
 # (a mutant the engine should not make).
@@ -149,6 +148,21 @@ SELF_EQUIVALENT = {f"mha_forward: {m}": _SELF for m in ("x_q -> x_kv in `q = …
 HEADS_EQUIVALENT = {m: _FOUR_D for m in ("attention_forward: -2 -> 2", "merge_heads: -2 -> 2 in `x = …`",
                                           "merge_heads: -2 -> 2 in `return …`", "split_heads: -2 -> 2")}
 BLOCK_EQUIVALENT = {**CAUSAL_EQUIVALENT, **SELF_EQUIVALENT, **HEADS_EQUIVALENT}
+
+BLOCK = Exercise(
+    id="gpt.block",
+    function="gpt_block",
+    signature="gpt_block(x, p, n_heads) -> out (B, T, d_model)",
+    cases=_block_cases,
+    reference=gpt_block,
+    points=2,
+    output_names=("out",),
+    forbidden=FORBIDDEN,
+    features=BLOCK_FEATURES,
+    dims=_block_dims,
+    equivalent=BLOCK_EQUIVALENT,
+    mistakes=BLOCK_MISTAKES,
+)
 
 
 # ============================================================================ the forward
@@ -208,6 +222,21 @@ FORWARD_FEATURES = shape_features(**{
 # gpt.forward runs the learner's own gpt_block (graded on its own), so its mutants stop there
 FORWARD_EQUIVALENT = {"gpt_forward: -1 -> 1": "idx is (B, T): idx.shape[1] is idx.shape[-1]"}
 STEP_EQUIVALENT = {**CAUSAL_EQUIVALENT, **SELF_EQUIVALENT, **FORWARD_EQUIVALENT}
+
+FORWARD = Exercise(
+    id="gpt.forward",
+    function="gpt_forward",
+    signature="gpt_forward(idx, params, n_heads) -> logits (B, T, vocab_size)",
+    cases=_forward_cases,
+    reference=gpt_forward,
+    points=2,
+    output_names=("logits",),
+    helpers=("gpt_block",),
+    forbidden=FORBIDDEN,
+    features=FORWARD_FEATURES,
+    equivalent=FORWARD_EQUIVALENT,
+    mistakes=FORWARD_MISTAKES,
+)
 
 
 # ============================================================================ the die
@@ -393,6 +422,22 @@ PROBS_EQUIVALENT = {
         "only for a row of all -inf logits, which has no distribution to return",
 }
 
+NEXT_TOKEN_PROBS = Exercise(
+    id="gpt.next_token_probs",
+    function="next_token_probs",
+    signature="next_token_probs(logits, temperature=1.0, top_k=None, top_p=None) "
+              "-> probs (B, vocab_size)",
+    cases=_probs_cases,
+    reference=next_token_probs,
+    points=3,
+    output_names=("probs",),
+    forbidden=FORBIDDEN,
+    features=PROBS_FEATURES,
+    equivalent=PROBS_EQUIVALENT,
+    mistakes=PROBS_MISTAKES,
+)
+
+
 # ============================================================================ the KV cache
 def stepped(idx, params, n_heads, *, whole_prefix=False, fixed_position=False,
             mask_first_key=False, attend_before_append=False, shared_cache=False, final_norm=True,
@@ -497,62 +542,20 @@ STEP_MISTAKES = (
             "then the output layer, at every step as in gpt_forward.", wrong=_stepped_with(final_norm=False)),
 )
 
+KV_STEP = Exercise(
+    id="gpt.kv_step",
+    function="gpt_step",
+    signature="gpt_step(token, pos, cache, params, n_heads) -> logits (B, vocab_size)",
+    cases=_step_cases,
+    reference=_step_reference,
+    call="stepwise",
+    points=3,
+    output_names=("logits",),
+    forbidden=FORBIDDEN,
+    features=FORWARD_FEATURES,
+    equivalent=STEP_EQUIVALENT,
+    mistakes=STEP_MISTAKES,
+)
 
-EXERCISES = [
-    Exercise(
-        id="gpt.block",
-        function="gpt_block",
-        signature="gpt_block(x, p, n_heads) -> out (B, T, d_model)",
-        cases=_block_cases,
-        reference=gpt_block,
-        points=2,
-        output_names=("out",),
-        forbidden=FORBIDDEN,
-        features=BLOCK_FEATURES,
-        dims=_block_dims,
-        equivalent=BLOCK_EQUIVALENT,
-        mistakes=BLOCK_MISTAKES,
-    ),
-    Exercise(
-        id="gpt.forward",
-        function="gpt_forward",
-        signature="gpt_forward(idx, params, n_heads) -> logits (B, T, vocab_size)",
-        cases=_forward_cases,
-        reference=gpt_forward,
-        points=2,
-        output_names=("logits",),
-        helpers=("gpt_block",),
-        forbidden=FORBIDDEN,
-        features=FORWARD_FEATURES,
-        equivalent=FORWARD_EQUIVALENT,
-        mistakes=FORWARD_MISTAKES,
-    ),
-    Exercise(
-        id="gpt.next_token_probs",
-        function="next_token_probs",
-        signature="next_token_probs(logits, temperature=1.0, top_k=None, top_p=None) "
-                  "-> probs (B, vocab_size)",
-        cases=_probs_cases,
-        reference=next_token_probs,
-        points=3,
-        output_names=("probs",),
-        forbidden=FORBIDDEN,
-        features=PROBS_FEATURES,
-        equivalent=PROBS_EQUIVALENT,
-        mistakes=PROBS_MISTAKES,
-    ),
-    Exercise(
-        id="gpt.kv_step",
-        function="gpt_step",
-        signature="gpt_step(token, pos, cache, params, n_heads) -> logits (B, vocab_size)",
-        cases=_step_cases,
-        reference=_step_reference,
-        call="stepwise",
-        points=3,
-        output_names=("logits",),
-        forbidden=FORBIDDEN,
-        features=FORWARD_FEATURES,
-        equivalent=STEP_EQUIVALENT,
-        mistakes=STEP_MISTAKES,
-    ),
-]
+
+EXERCISES = [BLOCK, FORWARD, NEXT_TOKEN_PROBS, KV_STEP]

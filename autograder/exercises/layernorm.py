@@ -19,6 +19,17 @@ BLOCK_HELPERS = ("layernorm_forward", "ffn_forward")  # the blocks are built fro
 RTOL, ATOL = 1e-7, 1e-9
 
 
+# --------------------------------------------------------------------------- shared
+LN_FEATURES = shape_features(**{
+    "a variance below eps": lambda c: c["x"].var(axis=-1).min() < c.get("eps", EPS),
+    "an eps other than the default": lambda c: c.get("eps", EPS) != EPS,
+    "batch axes": lambda c: c["x"].ndim > 2})
+
+
+def _ln_dims(c):
+    return {"d_model": c["x"].shape[-1], "vectors": c["x"].size // c["x"].shape[-1]}
+
+
 # --------------------------------------------------------------------------- forward
 def _params(rng, d):
     return rng.normal(1.0, 0.5, size=d), rng.normal(0.0, 0.5, size=d)
@@ -90,6 +101,13 @@ FORWARD_MISTAKES = [
             hint="return gamma * x_hat + beta, not x_hat.",
             wrong=lambda x, gamma, beta, eps=EPS: _forward_out(x, np.ones_like(gamma), np.zeros_like(beta), eps)),
 ]
+
+FORWARD = Exercise(id="layernorm.forward", function="layernorm_forward",
+                   signature="layernorm_forward(x, gamma, beta, eps=1e-5) -> (out, cache)",
+                   cases=_forward_cases, reference=_forward_out, points=2, output_names=("out",),
+                   call="first_output",
+                   forbidden=NO_LIBRARY, mistakes=FORWARD_MISTAKES, features=LN_FEATURES,
+                   dims=_ln_dims, rtol=RTOL, atol=ATOL)
 
 
 # --------------------------------------------------------------------------- backward
@@ -169,6 +187,15 @@ def _held(*quantities):
 
 HELD_CONSTANT = {"the mean mu": _held("mu"), "the variance sigma^2": _held("var")}
 
+BACKWARD = Exercise(id="layernorm.backward", function="layernorm_backward",
+                    signature="layernorm_backward(dout, cache) -> (dx, dgamma, dbeta)",
+                    cases=_backward_cases, reference=_backward_reference, points=3,
+                    output_names=("dx", "dgamma", "dbeta"), call="layernorm_backward",
+                    helpers=("layernorm_forward",),
+                    forbidden=NO_LIBRARY + ("torch.autograd",), mistakes=BACKWARD_MISTAKES,
+                    held_constant=HELD_CONSTANT,
+                    features=LN_FEATURES, dims=_ln_dims, rtol=RTOL, atol=ATOL)
+
 
 # ------------------------------------------------------------------ FFN and the blocks
 def _block_cases(rng, hidden):
@@ -209,6 +236,17 @@ FFN_MISTAKES = [
             wrong=lambda x, W1, b1, W2, b2: (np.maximum(x @ W1, 0.0) + b1) @ W2 + b2),
 ]
 
+BLOCK_FEATURES = shape_features(**{
+    "batch axes": lambda c: c["x"].ndim > 2, "two batch axes": lambda c: c["x"].ndim > 3,
+    "d_ff < d_model": lambda c: c["W1"].shape[1] < c["W1"].shape[0]})
+
+FFN = Exercise(id="layernorm.ffn", function="ffn_forward",
+               signature="ffn_forward(x, W1, b1, W2, b2) -> (out, cache)",
+               cases=_ffn_cases, reference=_ffn, points=1, output_names=("out",),
+               call="first_output",
+               forbidden=NO_LIBRARY, mistakes=FFN_MISTAKES,
+               features=BLOCK_FEATURES, dims=_ln_dims, rtol=RTOL, atol=ATOL)
+
 
 def _post_no_residual(x, W1, b1, W2, b2, gamma, beta):
     return _ln(_ffn(x, W1, b1, W2, b2), gamma, beta)
@@ -233,6 +271,12 @@ POST_LN_MISTAKES = [
             wrong=_norm_of_sublayer_only),
 ]
 
+POST_LN = Exercise(id="layernorm.post_ln", function="post_ln_block",
+                   signature="post_ln_block(x, W1, b1, W2, b2, gamma, beta) -> out",
+                   cases=_block_cases, reference=post_ln_block, points=1, output_names=("out",),
+                   helpers=BLOCK_HELPERS, forbidden=NO_LIBRARY, mistakes=POST_LN_MISTAKES,
+                   features=BLOCK_FEATURES, dims=_ln_dims, rtol=RTOL, atol=ATOL)
+
 PRE_LN_MISTAKES = [
     Mistake(name="residual added after the norm in a Pre-LN block",
             hint="the residual path must carry the un-normalised x: out = x + FFN(LN(x)), "
@@ -250,49 +294,11 @@ PRE_LN_MISTAKES = [
             wrong=lambda x, W1, b1, W2, b2, gamma, beta: x + _ffn(x, W1, b1, W2, b2)),
 ]
 
-
-LN_FEATURES = shape_features(**{
-    "a variance below eps": lambda c: c["x"].var(axis=-1).min() < c.get("eps", EPS),
-    "an eps other than the default": lambda c: c.get("eps", EPS) != EPS,
-    "batch axes": lambda c: c["x"].ndim > 2})
-BLOCK_FEATURES = shape_features(**{
-    "batch axes": lambda c: c["x"].ndim > 2, "two batch axes": lambda c: c["x"].ndim > 3,
-    "d_ff < d_model": lambda c: c["W1"].shape[1] < c["W1"].shape[0]})
+PRE_LN = Exercise(id="layernorm.pre_ln", function="pre_ln_block",
+                  signature="pre_ln_block(x, W1, b1, W2, b2, gamma, beta) -> out",
+                  cases=_block_cases, reference=pre_ln_block, points=1, output_names=("out",),
+                  helpers=BLOCK_HELPERS, forbidden=NO_LIBRARY, mistakes=PRE_LN_MISTAKES,
+                  features=BLOCK_FEATURES, dims=_ln_dims, rtol=RTOL, atol=ATOL)
 
 
-def _ln_dims(c):
-    return {"d_model": c["x"].shape[-1], "vectors": c["x"].size // c["x"].shape[-1]}
-
-
-EXERCISES = [
-    Exercise(id="layernorm.forward", function="layernorm_forward",
-             signature="layernorm_forward(x, gamma, beta, eps=1e-5) -> (out, cache)",
-             cases=_forward_cases, reference=_forward_out, points=2, output_names=("out",),
-             call="first_output",
-             forbidden=NO_LIBRARY, mistakes=FORWARD_MISTAKES, features=LN_FEATURES,
-             dims=_ln_dims, rtol=RTOL, atol=ATOL),
-    Exercise(id="layernorm.backward", function="layernorm_backward",
-             signature="layernorm_backward(dout, cache) -> (dx, dgamma, dbeta)",
-             cases=_backward_cases, reference=_backward_reference, points=3,
-             output_names=("dx", "dgamma", "dbeta"), call="layernorm_backward",
-             helpers=("layernorm_forward",),
-             forbidden=NO_LIBRARY + ("torch.autograd",), mistakes=BACKWARD_MISTAKES,
-             held_constant=HELD_CONSTANT,
-             features=LN_FEATURES, dims=_ln_dims, rtol=RTOL, atol=ATOL),
-    Exercise(id="layernorm.ffn", function="ffn_forward",
-             signature="ffn_forward(x, W1, b1, W2, b2) -> (out, cache)",
-             cases=_ffn_cases, reference=_ffn, points=1, output_names=("out",),
-             call="first_output",
-             forbidden=NO_LIBRARY, mistakes=FFN_MISTAKES,
-             features=BLOCK_FEATURES, dims=_ln_dims, rtol=RTOL, atol=ATOL),
-    Exercise(id="layernorm.post_ln", function="post_ln_block",
-             signature="post_ln_block(x, W1, b1, W2, b2, gamma, beta) -> out",
-             cases=_block_cases, reference=post_ln_block, points=1, output_names=("out",),
-             helpers=BLOCK_HELPERS, forbidden=NO_LIBRARY, mistakes=POST_LN_MISTAKES,
-             features=BLOCK_FEATURES, dims=_ln_dims, rtol=RTOL, atol=ATOL),
-    Exercise(id="layernorm.pre_ln", function="pre_ln_block",
-             signature="pre_ln_block(x, W1, b1, W2, b2, gamma, beta) -> out",
-             cases=_block_cases, reference=pre_ln_block, points=1, output_names=("out",),
-             helpers=BLOCK_HELPERS, forbidden=NO_LIBRARY, mistakes=PRE_LN_MISTAKES,
-             features=BLOCK_FEATURES, dims=_ln_dims, rtol=RTOL, atol=ATOL),
-]
+EXERCISES = [FORWARD, BACKWARD, FFN, POST_LN, PRE_LN]

@@ -54,6 +54,23 @@ COUNT_MISTAKES = [
             wrong=lambda idx, n, vocab_size: np.minimum(count_ngrams(idx, n, vocab_size), 1)),
 ]
 
+COUNT_NGRAMS = Exercise(
+    id="lm.count_ngrams",
+    function="count_ngrams",
+    signature="count_ngrams(idx, n, vocab_size) -> counts",
+    cases=_count_cases,
+    reference=count_ngrams,
+    points=1.0,
+    output_names=("counts",),
+    forbidden=NO_LIBRARY,
+    features=shape_features(**{
+        "unigrams (n = 1)": lambda c: c["n"] == 1,
+        "n >= 3": lambda c: c["n"] >= 3,
+        "a text holding a single n-gram": lambda c: len(c["idx"]) == c["n"]}),
+    dims=lambda c: {"T": len(c["idx"]), "n": c["n"], "vocab_size": c["vocab_size"]},
+    mistakes=COUNT_MISTAKES,
+)
+
 
 # --------------------------------------------------------------------------- add-k
 def _table(rng, V, n, zero_rows):
@@ -110,6 +127,34 @@ PROBS_MISTAKES = [
             wrong=lambda counts, k: _addk(counts, k, uniform_unseen=False)),
 ]
 
+NGRAM_PROBS = Exercise(
+    id="lm.ngram_probs",
+    function="ngram_probs",
+    signature="ngram_probs(counts, k=0.0) -> probs",
+    cases=_probs_cases,
+    reference=ngram_probs,
+    points=1.0,
+    output_names=("probs",),
+    forbidden=NO_LIBRARY,
+    features=shape_features(**{
+        "k > 0 (smoothing)": lambda c: c["k"] > 0,
+        "contexts never seen (all-zero rows)": lambda c: np.ndim(c["counts"]) > 1 and (
+            np.asarray(c["counts"]).reshape(-1, np.shape(c["counts"])[-1]).sum(1) == 0).any(),
+        "a unigram table (1-D)": lambda c: np.ndim(c["counts"]) == 1,
+        "a table of n >= 3 (3-D)": lambda c: np.ndim(c["counts"]) >= 3}),
+    dims=lambda c: {"vocab_size": np.shape(c["counts"])[-1]},
+    equivalent={
+        **{m: "`safe` only guards the division of counts / safe for rows with total 0, "
+              "and the return's np.where(total > 0, ...) gives those rows 1 / vocab_size "
+              "whatever the division gave (counts and k are non-negative)" for m in (
+            "ngram_probs: total > 0 -> total >= 0 in `safe = …`", "ngram_probs: 0 -> -1 in `safe = …`",
+            "ngram_probs: safe -> total")},
+        "ngram_probs: 1 -> 0 in `vocab_size = …`": "counts has shape (vocab_size,) * n by the exercise's "
+                               "text: every axis has length vocab_size, so shape[0] is "
+                               "shape[-1]"},
+    mistakes=PROBS_MISTAKES,
+)
+
 
 # --------------------------------------------------------------------------- weighted die
 _U_LAST = np.nextafter(1.0, 0.0)  # the largest u below 1
@@ -164,6 +209,36 @@ DIE_MISTAKES = [
             wrong=lambda weights, u: roll_die(weights, u) + 1),
 ]
 
+ROLL_DIE = Exercise(
+    id="lm.roll_die",
+    function="roll_die",
+    signature="roll_die(weights, u) -> faces",
+    cases=_die_cases,
+    reference=roll_die,
+    points=1.0,
+    output_names=("faces",),
+    forbidden=NO_LIBRARY,
+    features=shape_features(**{
+        "faces of weight zero": lambda c: (c["weights"] == 0).any(),
+        "a die with one face": lambda c: c["weights"].shape[-1] == 1,
+        "u just below 1, where a cumulative probability can round below 1 (the face "
+        "must stay below vocab_size)": lambda c: (np.asarray(c["u"]) == _U_LAST).any()}),
+    equivalent={
+        **{m: "weights is (B, vocab_size) by the exercise's text (and cum[:, -1:] in the "
+              "reference needs 2-D), so axis 1 is axis -1" for m in (
+            "roll_die: np.cumsum(weights, axis=-1) -> np.cumsum(weights, axis=1)",
+            "roll_die: -1 -> 1 in `cum = …`",
+            "roll_die: (cum <= threshold).sum(axis=-1) -> (cum <= threshold).sum(axis=1)",
+            "roll_die: -1 -> 1 in `return …`")},
+        "roll_die: a line that updates `weights` is missing":
+            "np.asarray(weights, float64) changes nothing for float64 weights, a list "
+            "(np.cumsum converts it) or integer weights (exact sums, compared with a "
+            "float64 threshold); only float32 rounding of the cdf at a face boundary "
+            "could differ, which the text does not specify (a float32 learner cdf "
+            "would differ there too)"},
+    mistakes=DIE_MISTAKES,
+)
+
 
 # --------------------------------------------------------------------------- perplexity
 def _softmax(z):
@@ -217,6 +292,21 @@ PPL_MISTAKES = [
                  "probs[t, targets[t + 1]].",
             wrong=lambda probs, targets: perplexity(probs[:-1], targets[1:])),
 ]
+
+PERPLEXITY = Exercise(
+    id="lm.perplexity",
+    function="perplexity",
+    signature="perplexity(probs, targets) -> (ppl, bpc)",
+    cases=_ppl_cases,
+    reference=perplexity,
+    points=1.0,
+    output_names=("ppl", "bpc"),
+    forbidden=NO_LIBRARY,
+    features=shape_features(**{"a single token (T = 1)": lambda c: len(c["targets"]) == 1,
+                               "a long text (T in the hundreds)": lambda c: len(c["targets"]) >= 500}),
+    dims=lambda c: {"T": len(c["targets"]), "vocab_size": c["probs"].shape[-1]},
+    mistakes=PPL_MISTAKES,
+)
 
 
 # --------------------------------------------------------------------------- RNN forward
@@ -292,6 +382,41 @@ RNN_MISTAKES = [
 ]
 
 
+def _rnn_x(c):
+    return c["x"] if "x" in c else c["cache"][0]
+
+
+RNN_FEATURES = shape_features(**{
+    "a single time step (T = 1)": lambda c: _rnn_x(c).shape[1] == 1,
+    "large weights (tanh saturates)": lambda c: _large(c["Whh"] if "Whh" in c else c["cache"][3])})
+
+
+def _large(W):
+    return np.sqrt(np.mean(W ** 2) * W.shape[0]) > 2.0  # entries well above 1/sqrt(H)
+
+
+def _rnn_dims(c):
+    x = _rnn_x(c)
+    return {"T": x.shape[1], "B": x.shape[0], "d_in": x.shape[2]}
+
+
+RNN_FORWARD = Exercise(
+    id="lm.rnn_forward",
+    function="rnn_forward",
+    signature="rnn_forward(x, h0, Wxh, Whh, b) -> (h, cache)",
+    cases=_rnn_cases,
+    reference=_rnn_outputs,
+    call="output_and_cache",  # the cache the text prescribes too
+    points=1.0,
+    output_names=("h", "cache[0] (x)", "cache[1] (h0)", "cache[2] (Wxh)", "cache[3] (Whh)",
+                  "cache[4] (h)"),
+    forbidden=NO_LIBRARY,
+    features=RNN_FEATURES,
+    dims=_rnn_dims,
+    mistakes=RNN_MISTAKES,
+)
+
+
 # --------------------------------------------------------------------------- BPTT
 def _bptt_cases(rng, hidden):
     cases = []
@@ -362,6 +487,22 @@ BPTT_MISTAKES = [
             wrong=_bptt_with(transpose=False)),
 ]
 
+RNN_BACKWARD = Exercise(
+    id="lm.rnn_backward",
+    function="rnn_backward",
+    signature="rnn_backward(dh, cache) -> (dx, dh0, dWxh, dWhh, db)",
+    cases=_bptt_cases,
+    reference=rnn_backward,
+    points=2.0,
+    output_names=("dx", "dh0", "dWxh", "dWhh", "db"),
+    forbidden=NO_LIBRARY,
+    features=RNN_FEATURES,
+    dims=_rnn_dims,
+    equivalent={"rnn_backward: da.sum(axis=0) -> da.sum(axis=-2)":
+                "da is (B, H) (dh[:, t] of dh (B, T, H) by the text), so axis -2 is axis 0"},
+    mistakes=BPTT_MISTAKES,
+)
+
 
 # --------------------------------------------------------------------------- LSTM cell
 def _lstm_cases(rng, hidden):
@@ -406,156 +547,22 @@ LSTM_MISTAKES = [
             wrong=_lstm_with(order="ifco")),
 ]
 
+LSTM_CELL = Exercise(
+    id="lm.lstm_cell",
+    function="lstm_cell_forward",
+    signature="lstm_cell_forward(x, h_prev, c_prev, W, b) -> (h, c)",
+    cases=_lstm_cases,
+    reference=lambda **c: lstm_cell_forward(**c)[:2],
+    points=1.0,
+    output_names=("h", "c"),
+    forbidden=NO_LIBRARY,
+    features=shape_features(**{"a single example (B = 1)": lambda c: len(c["x"]) == 1}),
+    equivalent={"lstm_cell_forward: np.concatenate([h_prev, x], axis=1) -> "
+                "np.concatenate([h_prev, x], axis=-1)":
+                "x (B, D) and h_prev (B, H) are 2-D by the exercise's text, so axis -1 "
+                "is axis 1"},
+    mistakes=LSTM_MISTAKES,
+)
 
-def _rnn_x(c):
-    return c["x"] if "x" in c else c["cache"][0]
 
-
-RNN_FEATURES = shape_features(**{
-    "a single time step (T = 1)": lambda c: _rnn_x(c).shape[1] == 1,
-    "large weights (tanh saturates)": lambda c: _large(c["Whh"] if "Whh" in c else c["cache"][3])})
-
-
-def _large(W):
-    return np.sqrt(np.mean(W ** 2) * W.shape[0]) > 2.0  # entries well above 1/sqrt(H)
-
-
-def _rnn_dims(c):
-    x = _rnn_x(c)
-    return {"T": x.shape[1], "B": x.shape[0], "d_in": x.shape[2]}
-
-
-EXERCISES = [
-    Exercise(
-        id="lm.count_ngrams",
-        function="count_ngrams",
-        signature="count_ngrams(idx, n, vocab_size) -> counts",
-        cases=_count_cases,
-        reference=count_ngrams,
-        points=1.0,
-        output_names=("counts",),
-        forbidden=NO_LIBRARY,
-        features=shape_features(**{
-            "unigrams (n = 1)": lambda c: c["n"] == 1,
-            "n >= 3": lambda c: c["n"] >= 3,
-            "a text holding a single n-gram": lambda c: len(c["idx"]) == c["n"]}),
-        dims=lambda c: {"T": len(c["idx"]), "n": c["n"], "vocab_size": c["vocab_size"]},
-        mistakes=COUNT_MISTAKES,
-    ),
-    Exercise(
-        id="lm.ngram_probs",
-        function="ngram_probs",
-        signature="ngram_probs(counts, k=0.0) -> probs",
-        cases=_probs_cases,
-        reference=ngram_probs,
-        points=1.0,
-        output_names=("probs",),
-        forbidden=NO_LIBRARY,
-        features=shape_features(**{
-            "k > 0 (smoothing)": lambda c: c["k"] > 0,
-            "contexts never seen (all-zero rows)": lambda c: np.ndim(c["counts"]) > 1 and (
-                np.asarray(c["counts"]).reshape(-1, np.shape(c["counts"])[-1]).sum(1) == 0).any(),
-            "a unigram table (1-D)": lambda c: np.ndim(c["counts"]) == 1,
-            "a table of n >= 3 (3-D)": lambda c: np.ndim(c["counts"]) >= 3}),
-        dims=lambda c: {"vocab_size": np.shape(c["counts"])[-1]},
-        equivalent={
-            **{m: "`safe` only guards the division of counts / safe for rows with total 0, "
-                  "and the return's np.where(total > 0, ...) gives those rows 1 / vocab_size "
-                  "whatever the division gave (counts and k are non-negative)" for m in (
-                "ngram_probs: total > 0 -> total >= 0 in `safe = …`", "ngram_probs: 0 -> -1 in `safe = …`",
-                "ngram_probs: safe -> total")},
-            "ngram_probs: 1 -> 0 in `vocab_size = …`": "counts has shape (vocab_size,) * n by the exercise's "
-                                   "text: every axis has length vocab_size, so shape[0] is "
-                                   "shape[-1]"},
-        mistakes=PROBS_MISTAKES,
-    ),
-    Exercise(
-        id="lm.roll_die",
-        function="roll_die",
-        signature="roll_die(weights, u) -> faces",
-        cases=_die_cases,
-        reference=roll_die,
-        points=1.0,
-        output_names=("faces",),
-        forbidden=NO_LIBRARY,
-        features=shape_features(**{
-            "faces of weight zero": lambda c: (c["weights"] == 0).any(),
-            "a die with one face": lambda c: c["weights"].shape[-1] == 1,
-            "u just below 1, where a cumulative probability can round below 1 (the face "
-            "must stay below vocab_size)": lambda c: (np.asarray(c["u"]) == _U_LAST).any()}),
-        equivalent={
-            **{m: "weights is (B, vocab_size) by the exercise's text (and cum[:, -1:] in the "
-                  "reference needs 2-D), so axis 1 is axis -1" for m in (
-                "roll_die: np.cumsum(weights, axis=-1) -> np.cumsum(weights, axis=1)",
-                "roll_die: -1 -> 1 in `cum = …`",
-                "roll_die: (cum <= threshold).sum(axis=-1) -> (cum <= threshold).sum(axis=1)",
-                "roll_die: -1 -> 1 in `return …`")},
-            "roll_die: a line that updates `weights` is missing":
-                "np.asarray(weights, float64) changes nothing for float64 weights, a list "
-                "(np.cumsum converts it) or integer weights (exact sums, compared with a "
-                "float64 threshold); only float32 rounding of the cdf at a face boundary "
-                "could differ, which the text does not specify (a float32 learner cdf "
-                "would differ there too)"},
-        mistakes=DIE_MISTAKES,
-    ),
-    Exercise(
-        id="lm.perplexity",
-        function="perplexity",
-        signature="perplexity(probs, targets) -> (ppl, bpc)",
-        cases=_ppl_cases,
-        reference=perplexity,
-        points=1.0,
-        output_names=("ppl", "bpc"),
-        forbidden=NO_LIBRARY,
-        features=shape_features(**{"a single token (T = 1)": lambda c: len(c["targets"]) == 1,
-                                   "a long text (T in the hundreds)": lambda c: len(c["targets"]) >= 500}),
-        dims=lambda c: {"T": len(c["targets"]), "vocab_size": c["probs"].shape[-1]},
-        mistakes=PPL_MISTAKES,
-    ),
-    Exercise(
-        id="lm.rnn_forward",
-        function="rnn_forward",
-        signature="rnn_forward(x, h0, Wxh, Whh, b) -> (h, cache)",
-        cases=_rnn_cases,
-        reference=_rnn_outputs,
-        call="output_and_cache",  # the cache the text prescribes too
-        points=1.0,
-        output_names=("h", "cache[0] (x)", "cache[1] (h0)", "cache[2] (Wxh)", "cache[3] (Whh)",
-                      "cache[4] (h)"),
-        forbidden=NO_LIBRARY,
-        features=RNN_FEATURES,
-        dims=_rnn_dims,
-        mistakes=RNN_MISTAKES,
-    ),
-    Exercise(
-        id="lm.rnn_backward",
-        function="rnn_backward",
-        signature="rnn_backward(dh, cache) -> (dx, dh0, dWxh, dWhh, db)",
-        cases=_bptt_cases,
-        reference=rnn_backward,
-        points=2.0,
-        output_names=("dx", "dh0", "dWxh", "dWhh", "db"),
-        forbidden=NO_LIBRARY,
-        features=RNN_FEATURES,
-        dims=_rnn_dims,
-        equivalent={"rnn_backward: da.sum(axis=0) -> da.sum(axis=-2)":
-                    "da is (B, H) (dh[:, t] of dh (B, T, H) by the text), so axis -2 is axis 0"},
-        mistakes=BPTT_MISTAKES,
-    ),
-    Exercise(
-        id="lm.lstm_cell",
-        function="lstm_cell_forward",
-        signature="lstm_cell_forward(x, h_prev, c_prev, W, b) -> (h, c)",
-        cases=_lstm_cases,
-        reference=lambda **c: lstm_cell_forward(**c)[:2],
-        points=1.0,
-        output_names=("h", "c"),
-        forbidden=NO_LIBRARY,
-        features=shape_features(**{"a single example (B = 1)": lambda c: len(c["x"]) == 1}),
-        equivalent={"lstm_cell_forward: np.concatenate([h_prev, x], axis=1) -> "
-                    "np.concatenate([h_prev, x], axis=-1)":
-                    "x (B, D) and h_prev (B, H) are 2-D by the exercise's text, so axis -1 "
-                    "is axis 1"},
-        mistakes=LSTM_MISTAKES,
-    ),
-]
+EXERCISES = [COUNT_NGRAMS, NGRAM_PROBS, ROLL_DIE, PERPLEXITY, RNN_FORWARD, RNN_BACKWARD, LSTM_CELL]

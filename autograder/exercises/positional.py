@@ -16,6 +16,22 @@ from course_lib.positional import apply_rope, frequencies, rotation_matrix, sinu
 NO_LIBRARY = ("course_lib.positional", "torch")
 
 
+# -------------------------------------------------------------------------------- shared
+def _positions_features(**more):
+    return shape_features(**{
+        "position 0": lambda c: (np.asarray(c["positions"]) == 0).any(),
+        "a single position": lambda c: np.size(c["positions"]) == 1,
+        "positions not in increasing order": lambda c: (np.diff(c["positions"]) <= 0).any(),
+        "large positions (100 or more)": lambda c: (np.asarray(c["positions"]) >= 100).any(),
+        **more})
+
+
+# The reference raises ValueError for an odd d_model; these mutants differ only by not raising.
+ODD_D_MODEL = {m: "they differ only for an odd d_model, where the reference raises; d_model is "
+                  "even by the exercise's text (pairs of dimensions)" for m in (
+    "frequencies: d_model -> base in `if d_model % 2`", "frequencies: 2 -> 0.5 in `if d_model % 2`", "frequencies: 2 -> 1 in `if d_model % 2`")}
+
+
 # ------------------------------------------------------------------- sinusoidal encoding
 def _encoding_cases(rng, hidden):
     if not hidden:
@@ -93,6 +109,21 @@ SINUSOIDAL_MISTAKES = [
             wrong=lambda positions, d_model: sinusoidal_encoding(np.arange(1, len(positions) + 1), d_model)),
 ]
 
+SINUSOIDAL = Exercise(
+    id="positional.sinusoidal",
+    function="sinusoidal_encoding",
+    signature="sinusoidal_encoding(positions, d_model) -> P",
+    cases=_encoding_cases,
+    reference=sinusoidal_encoding,
+    features=_positions_features(**{"d_model = 2 (one pair)": lambda c: c["d_model"] == 2}),
+    dims=lambda c: {"d_model": c["d_model"], "T": np.size(c["positions"])},
+    points=2,
+    output_names=("P",),
+    forbidden=NO_LIBRARY,
+    equivalent=ODD_D_MODEL,
+    mistakes=SINUSOIDAL_MISTAKES,
+)
+
 
 # ----------------------------------------------------------------------- rotation A(tau)
 def _rotation_cases(rng, hidden):
@@ -155,6 +186,24 @@ ROTATION_MISTAKES = [
             wrong=lambda tau, d_model: _blocks(np.cos(_theta(tau, d_model, 1.0)),
                                                np.sin(_theta(tau, d_model, 1.0)), _adjacent, d_model)),
 ]
+
+ROTATION = Exercise(
+    id="positional.rotation",
+    function="rotation_matrix",
+    signature="rotation_matrix(tau, d_model) -> A",
+    cases=_rotation_cases,
+    reference=rotation_matrix,
+    features=shape_features(**{
+        "tau = 0": lambda c: c["tau"] == 0, "negative tau": lambda c: c["tau"] < 0,
+        "large tau (100 or more)": lambda c: c["tau"] >= 100,
+        "d_model = 2 (one pair)": lambda c: c["d_model"] == 2}),
+    dims=lambda c: {"d_model": c["d_model"]},
+    points=2,
+    output_names=("A",),
+    forbidden=NO_LIBRARY,
+    equivalent=ODD_D_MODEL,
+    mistakes=ROTATION_MISTAKES,
+)
 
 
 # ------------------------------------------------------------------------------- RoPE
@@ -231,71 +280,26 @@ ROPE_MISTAKES = [
             wrong=_rope_with(row_index=True)),
 ]
 
+ROPE = Exercise(
+    id="positional.rope",
+    function="apply_rope",
+    signature="apply_rope(x, positions) -> x_rotated",
+    cases=_rope_cases,
+    reference=apply_rope,
+    features=_positions_features(**{
+        "batch axes": lambda c: c["x"].ndim > 2, "two batch axes": lambda c: c["x"].ndim > 3,
+        "d = 2 (one pair)": lambda c: c["x"].shape[-1] == 2}),
+    dims=lambda c: {"d": c["x"].shape[-1], "T": c["x"].shape[-2]},
+    points=2,
+    output_names=("x_rotated",),
+    forbidden=NO_LIBRARY,
+    equivalent={"apply_rope: a line that updates `x` is missing":
+                "x is an array (..., T, d) by the exercise's text, so np.asarray(x) is a no-op",
+                **{m: "they differ only for an odd d, where the reference raises; d is even by "
+                      "the exercise's text (adjacent pairs (2i, 2i+1), angles (T, d/2))"
+                   for m in ODD_D_MODEL}},
+    mistakes=ROPE_MISTAKES,
+)
 
-def _positions_features(**more):
-    return shape_features(**{
-        "position 0": lambda c: (np.asarray(c["positions"]) == 0).any(),
-        "a single position": lambda c: np.size(c["positions"]) == 1,
-        "positions not in increasing order": lambda c: (np.diff(c["positions"]) <= 0).any(),
-        "large positions (100 or more)": lambda c: (np.asarray(c["positions"]) >= 100).any(),
-        **more})
 
-
-# The reference raises ValueError for an odd d_model; these mutants differ only by not raising.
-ODD_D_MODEL = {m: "they differ only for an odd d_model, where the reference raises; d_model is "
-                  "even by the exercise's text (pairs of dimensions)" for m in (
-    "frequencies: d_model -> base in `if d_model % 2`", "frequencies: 2 -> 0.5 in `if d_model % 2`", "frequencies: 2 -> 1 in `if d_model % 2`")}
-
-EXERCISES = [
-    Exercise(
-        id="positional.sinusoidal",
-        function="sinusoidal_encoding",
-        signature="sinusoidal_encoding(positions, d_model) -> P",
-        cases=_encoding_cases,
-        reference=sinusoidal_encoding,
-        features=_positions_features(**{"d_model = 2 (one pair)": lambda c: c["d_model"] == 2}),
-        dims=lambda c: {"d_model": c["d_model"], "T": np.size(c["positions"])},
-        points=2,
-        output_names=("P",),
-        forbidden=NO_LIBRARY,
-        equivalent=ODD_D_MODEL,
-        mistakes=SINUSOIDAL_MISTAKES,
-    ),
-    Exercise(
-        id="positional.rotation",
-        function="rotation_matrix",
-        signature="rotation_matrix(tau, d_model) -> A",
-        cases=_rotation_cases,
-        reference=rotation_matrix,
-        features=shape_features(**{
-            "tau = 0": lambda c: c["tau"] == 0, "negative tau": lambda c: c["tau"] < 0,
-            "large tau (100 or more)": lambda c: c["tau"] >= 100,
-            "d_model = 2 (one pair)": lambda c: c["d_model"] == 2}),
-        dims=lambda c: {"d_model": c["d_model"]},
-        points=2,
-        output_names=("A",),
-        forbidden=NO_LIBRARY,
-        equivalent=ODD_D_MODEL,
-        mistakes=ROTATION_MISTAKES,
-    ),
-    Exercise(
-        id="positional.rope",
-        function="apply_rope",
-        signature="apply_rope(x, positions) -> x_rotated",
-        cases=_rope_cases,
-        reference=apply_rope,
-        features=_positions_features(**{
-            "batch axes": lambda c: c["x"].ndim > 2, "two batch axes": lambda c: c["x"].ndim > 3,
-            "d = 2 (one pair)": lambda c: c["x"].shape[-1] == 2}),
-        dims=lambda c: {"d": c["x"].shape[-1], "T": c["x"].shape[-2]},
-        points=2,
-        output_names=("x_rotated",),
-        forbidden=NO_LIBRARY,
-        equivalent={"apply_rope: a line that updates `x` is missing":
-                    "x is an array (..., T, d) by the exercise's text, so np.asarray(x) is a no-op",
-                    **{m: "they differ only for an odd d, where the reference raises; d is even by "
-                          "the exercise's text (adjacent pairs (2i, 2i+1), angles (T, d/2))"
-                       for m in ODD_D_MODEL}},
-        mistakes=ROPE_MISTAKES,
-    ),
-]
+EXERCISES = [SINUSOIDAL, ROTATION, ROPE]

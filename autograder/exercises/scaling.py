@@ -181,6 +181,23 @@ COUNT_FEATURES = shape_features(**{
     "d_ff other than 4 * d_model": lambda c: c["d_ff"] != 4 * c["d_model"],
     "a single block": lambda c: c["n_layers"] == 1})
 
+PARAM_COUNT = Exercise(
+    id="scaling.param_count",
+    function="param_count",
+    signature="param_count(n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff, tied) -> int",
+    cases=_count_cases,
+    reference=param_count,
+    points=3,
+    rtol=RTOL,
+    atol=ATOL,
+    output_names=("n_params",),
+    forbidden=FORBIDDEN,
+    features=COUNT_FEATURES,
+    equivalent=COUNT_EQUIVALENT,
+    int_scalars=True,  # "Return the number of parameters as an `int`"
+    mistakes=COUNT_MISTAKES,
+)
+
 
 # ============================================================================ compute
 def training_compute(n_params, n_tokens):
@@ -224,6 +241,21 @@ COMPUTE_MISTAKES = (
     Mistake(name="a day counted as 24 (hours), not 86400 seconds",
             hint="petaflop/s is per second, so a day is 24 x 3600 = 86400 of them: 8.64e19 FLOPs.",
             wrong=_compute_with(6, 1e15 * 24)),
+)
+
+COMPUTE = Exercise(
+    id="scaling.compute",
+    function="training_compute",
+    signature="training_compute(n_params, n_tokens) -> (flops, pfs_days)",
+    cases=_compute_cases,
+    reference=training_compute,
+    points=1,
+    rtol=RTOL,
+    atol=ATOL,
+    output_names=("flops", "pfs_days"),
+    forbidden=FORBIDDEN,
+    equivalent=COMPUTE_EQUIVALENT,
+    mistakes=COMPUTE_MISTAKES,
 )
 
 
@@ -301,6 +333,23 @@ MEMORY_FEATURES = shape_features(**{
     "fp32 weights (4 bytes)": lambda c: c["bytes_per_param"] == 4,
     "no master copy": lambda c: not c["master_weights"]})
 
+MEMORY = Exercise(
+    id="scaling.memory",
+    function="training_memory",
+    signature="training_memory(n_params, bytes_per_param, master_weights) -> "
+              "(weights, gradients, master, adam, total)",
+    cases=_memory_cases,
+    reference=training_memory,
+    points=2,
+    rtol=RTOL,
+    atol=ATOL,
+    output_names=("weights", "gradients", "master", "adam", "total"),
+    forbidden=FORBIDDEN,
+    features=MEMORY_FEATURES,
+    equivalent=MEMORY_EQUIVALENT,
+    mistakes=MEMORY_MISTAKES,
+)
+
 
 # ============================================================================ KV cache
 def kv_cache_bytes(n_layers, d_model, batch, context, bytes_per_value):
@@ -359,6 +408,22 @@ KV_FEATURES = shape_features(**{
     "1-byte values": lambda c: c["bytes_per_value"] == 1,
     "4-byte values": lambda c: c["bytes_per_value"] == 4})
 
+KV_CACHE = Exercise(
+    id="scaling.kv_cache",
+    function="kv_cache_bytes",
+    signature="kv_cache_bytes(n_layers, d_model, batch, context, bytes_per_value) -> bytes",
+    cases=_kv_cases,
+    reference=kv_cache_bytes,
+    points=1,
+    rtol=RTOL,
+    atol=ATOL,
+    output_names=("bytes",),
+    forbidden=FORBIDDEN,
+    features=KV_FEATURES,
+    equivalent=KV_EQUIVALENT,
+    mistakes=KV_MISTAKES,
+)
+
 
 # ============================================================================ training time
 def training_days(flops, n_devices, peak_flops, utilisation):
@@ -408,83 +473,21 @@ TIME_EQUIVALENT = {
 
 TIME_FEATURES = shape_features(**{"a single device": lambda c: c["n_devices"] == 1})
 
+TRAIN_TIME = Exercise(
+    id="scaling.train_time",
+    function="training_days",
+    signature="training_days(flops, n_devices, peak_flops, utilisation) -> days",
+    cases=_time_cases,
+    reference=training_days,
+    points=1,
+    rtol=RTOL,
+    atol=ATOL,
+    output_names=("days",),
+    forbidden=FORBIDDEN,
+    features=TIME_FEATURES,
+    equivalent=TIME_EQUIVALENT,
+    mistakes=TIME_MISTAKES,
+)
 
-# ============================================================================ the registry
-EXERCISES = [
-    Exercise(
-        id="scaling.param_count",
-        function="param_count",
-        signature="param_count(n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff, tied) -> int",
-        cases=_count_cases,
-        reference=param_count,
-        points=3,
-        rtol=RTOL,
-        atol=ATOL,
-        output_names=("n_params",),
-        forbidden=FORBIDDEN,
-        features=COUNT_FEATURES,
-        equivalent=COUNT_EQUIVALENT,
-        int_scalars=True,  # "Return the number of parameters as an `int`"
-        mistakes=COUNT_MISTAKES,
-    ),
-    Exercise(
-        id="scaling.compute",
-        function="training_compute",
-        signature="training_compute(n_params, n_tokens) -> (flops, pfs_days)",
-        cases=_compute_cases,
-        reference=training_compute,
-        points=1,
-        rtol=RTOL,
-        atol=ATOL,
-        output_names=("flops", "pfs_days"),
-        forbidden=FORBIDDEN,
-        equivalent=COMPUTE_EQUIVALENT,
-        mistakes=COMPUTE_MISTAKES,
-    ),
-    Exercise(
-        id="scaling.memory",
-        function="training_memory",
-        signature="training_memory(n_params, bytes_per_param, master_weights) -> "
-                  "(weights, gradients, master, adam, total)",
-        cases=_memory_cases,
-        reference=training_memory,
-        points=2,
-        rtol=RTOL,
-        atol=ATOL,
-        output_names=("weights", "gradients", "master", "adam", "total"),
-        forbidden=FORBIDDEN,
-        features=MEMORY_FEATURES,
-        equivalent=MEMORY_EQUIVALENT,
-        mistakes=MEMORY_MISTAKES,
-    ),
-    Exercise(
-        id="scaling.kv_cache",
-        function="kv_cache_bytes",
-        signature="kv_cache_bytes(n_layers, d_model, batch, context, bytes_per_value) -> bytes",
-        cases=_kv_cases,
-        reference=kv_cache_bytes,
-        points=1,
-        rtol=RTOL,
-        atol=ATOL,
-        output_names=("bytes",),
-        forbidden=FORBIDDEN,
-        features=KV_FEATURES,
-        equivalent=KV_EQUIVALENT,
-        mistakes=KV_MISTAKES,
-    ),
-    Exercise(
-        id="scaling.train_time",
-        function="training_days",
-        signature="training_days(flops, n_devices, peak_flops, utilisation) -> days",
-        cases=_time_cases,
-        reference=training_days,
-        points=1,
-        rtol=RTOL,
-        atol=ATOL,
-        output_names=("days",),
-        forbidden=FORBIDDEN,
-        features=TIME_FEATURES,
-        equivalent=TIME_EQUIVALENT,
-        mistakes=TIME_MISTAKES,
-    ),
-]
+
+EXERCISES = [PARAM_COUNT, COMPUTE, MEMORY, KV_CACHE, TRAIN_TIME]
