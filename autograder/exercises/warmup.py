@@ -39,7 +39,8 @@ def _softmax_cases(rng: np.random.Generator, hidden: bool) -> list[dict]:
     if not hidden:
         return [dict(z=rng.normal(size=5), axis=-1),
                 dict(z=rng.normal(size=(3, 4)), axis=-1),
-                dict(z=rng.normal(size=(2, 3)) * 3 + 1000.0, axis=-1),  # exp(1000) overflows
+                # exp(1000) overflows, and a row far below the other: a global maximum underflows it
+                dict(z=np.stack([rng.normal(size=3), rng.normal(size=3) * 3 + 1000.0]), axis=-1),
                 dict(z=_with_neg_inf(rng.normal(size=(2, 3)).astype(np.float32)), axis=0),
                 dict(z=rng.normal(size=(2, 2, 3)), axis=1),
                 dict(z=rng.normal(size=1), axis=-1)]
@@ -102,9 +103,10 @@ SOFTMAX = Exercise(
     forbidden=FORBIDDEN,
     equivalent=SOFTMAX_EQUIVALENT,
     mistakes=[
-        Mistake(name="no max-subtraction",
+        Mistake(name="no max-subtraction (or the maximum added)",
                 hint="exp() of large logits overflows to inf and the result becomes NaN; "
-                     "subtract the maximum along the axis before exp().", wrong=_no_max),
+                     "subtract the maximum along the axis before exp() (z - max: adding "
+                     "it overflows the same way).", wrong=_no_max),
         Mistake(name="normalised over the wrong axis",
                 hint="the sums must run along `axis` (use axis=axis, keepdims=True).",
                 wrong=_last_axis),
