@@ -346,8 +346,8 @@ def _unlisted(ex: Exercise, failing: list, passing: list, raised: list, fix,
     pair = identify_pair(ex, failing, passing, deadline)  # after one edit: the fewer changes first
     if pair is not None:
         first, second = pair
-        return [f"Looks like two mistakes at once. First, {first.name}: {first.hint} "
-                f"Second, {second.name}: {second.hint}"], "listed"
+        return [f"Looks like two mistakes at once: {first.name}, and {second.name}.",
+                f"First, {first.name}: {first.hint}", f"Second, {second.name}: {second.hint}"], "listed"
     per_output = identify_per_output(ex, failing, passing)
     if per_output:
         return per_output
@@ -492,8 +492,9 @@ def identify_per_output(ex: Exercise, failing: list, passing: list = ()) -> tupl
     names = lambda ks: " and ".join(f"`{ex.name_of(k)}`" for k in sorted(ks))  # noqa: E731
     if len(covers) == 1:
         (first, ks), (second, ls) = covers[0]
-        return [f"Looks like two mistakes at once, in different outputs. In {names(ks)}: {first.name}: "
-                f"{first.hint} In {names(ls)}: {second.name}: {second.hint}"], "listed"
+        return [f"Looks like two mistakes at once, in different outputs: {first.name} in {names(ks)}, "
+                f"and {second.name} in {names(ls)}.",
+                f"In {names(ks)}: {first.name}: {first.hint}", f"In {names(ls)}: {second.name}: {second.hint}"], "listed"
     if covers or len({m.name for m, _, _ in explaining}) != 1:
         return None  # several covers, or parts that say different things: no claim
     mistake, ks, moved = explaining[0]
