@@ -20,12 +20,13 @@ from autograder.judge.explain import explain, output_kind
 from autograder.judge.features import in_words
 from autograder.kernel.hints import returned_tuple_hint
 from autograder.kernel.repair import Fix
+from autograder.kernel import wire
 from autograder.kernel.transport import REFUSED, STOPPED, Listed, OverMemory, Raised, as_outputs
 
 
 MIN_SEARCH = 0.3  # seconds the search among the mutants gets however late it starts
 AGAIN = "run again alone in a fresh process, on a case of the same kind the grader drew for it"
-UNREAD = Raised("the graded cell's answer for this case could not be read")
+UNREAD = Raised(wire.UNREAD)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ The grading sandbox stages this folder (with the package's ``__init__``) and no 
                 wrote and displays the outputs as data; ``run_cases`` (the check cell uses it too)
     calls       how a case calls the learner's function
     transport   arrays to JSON and back: the cases in, the outputs and the fixes out
+    wire        the one reader of what crosses from the sandbox: JSON within strict limits
     hints       what a learner reads when their function raises
     repair      the search for one edit that fixes the learner's code (``operators``: the edits;
                 ``contained``: a forked child with limits, so the search cannot hang the cell)

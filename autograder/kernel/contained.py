@@ -13,13 +13,14 @@ This module runs in the grading sandbox: it imports nothing of the grader's.
 """
 from __future__ import annotations
 
-import json
 import os
 import select
 import signal
 import sys
 import time
 from typing import Any, Callable
+
+from autograder.kernel import wire
 
 CALL_SECONDS = 0.5      # CPU seconds for one call (an exercise's code takes milliseconds)
 MEMORY_BYTES = 2 << 30  # what the search may allocate beyond the process's size
@@ -92,12 +93,12 @@ def in_child(work: Callable[[float], Any], budget: float, wall: float | None = N
                 _, hard = resource.getrlimit(resource.RLIMIT_AS)
                 limit = size + MEMORY_BYTES if hard == resource.RLIM_INFINITY else min(size + MEMORY_BYTES, hard)
                 resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-            os.write(write, json.dumps(_armed(work, budget)).encode())
+            os.write(write, wire.dumps(_armed(work, budget)).encode())
             status = 0
         finally:
             os._exit(status)
     os.close(write)
-    chunks, end = [], time.monotonic() + wall
+    chunks, size, end = [], 0, time.monotonic() + wall
     try:
         while True:
             left = end - time.monotonic()
@@ -108,10 +109,14 @@ def in_child(work: Callable[[float], Any], budget: float, wall: float | None = N
             if not chunk:
                 break
             chunks.append(chunk)
+            size += len(chunk)
+            if size > wire.MAX_BYTES:  # more than any answer of a search: read no further
+                os.kill(pid, signal.SIGKILL)
+                return None
     finally:
         os.close(read)
         os.waitpid(pid, 0)
     try:
-        return json.loads(b"".join(chunks))
-    except ValueError:  # the child failed
+        return wire.loads(b"".join(chunks))
+    except wire.Unreadable:  # the child failed, or what ran there wrote what no search answers
         return None

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import json
 import os
 import resource
 import sys
@@ -41,11 +40,13 @@ if __name__ == "__main__":  # run by its path (never -m): its own folder, first 
 import cloudpickle  # noqa: E402  (numpy and cloudpickle load before the limit: not the learner's bytes)
 import numpy as np  # noqa: E402
 
+from autograder.kernel import wire  # noqa: E402
 from autograder.kernel.cases import CODE, run_cases  # noqa: E402
 from autograder.kernel.transport import (REFUSED, OverMemory, Raised, decode_array,  # noqa: E402
-                                         decode_cases, encode_array, encode_results)
+                                         decode_cases, encode_ask, encode_results)
 
 SLACK = 4 << 20  # bytes beyond the case's limit: the interpreter's own churn while it runs
+SPEC_BYTES = 1 << 30  # of the grader's first line, the cases: its own data, held to no tighter limit
 
 
 def data_size() -> int:
@@ -74,12 +75,12 @@ def main() -> None:
     if limit >= 0:
         cap = data_size() + limit + SLACK
         resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
-    spec = json.loads(sys.stdin.readline())
+    spec = wire.loads(sys.stdin.readline(), max_bytes=SPEC_BYTES)
     refused = []  # not empty once the limit refused an allocation
     results = _results(spec, refused if limit >= 0 else None, channel)
     if refused:
         results = [OverMemory(REFUSED)] * len(spec["cases"])
-    channel.write(json.dumps({"results": encode_results(spec["exercise"], results)}) + "\n")
+    channel.write(wire.dumps({"results": encode_results(spec["exercise"], results)}) + "\n")
     channel.flush()
 
 
@@ -121,12 +122,12 @@ def _served(i: int, channel) -> Callable:
     the calls: prefixes (n, t) of ints -> (n, vocab_size) log-probabilities."""
     def next_log_probs(prefixes):
         try:
-            asked = encode_array(np.asarray(prefixes))
+            asked = encode_ask(i, prefixes)
         except (TypeError, ValueError):
             raise ValueError("next_log_probs takes prefixes (n, t) of ints") from None
-        channel.write(json.dumps({"ask": i, "prefixes": asked}) + "\n")
+        channel.write(wire.dumps(asked) + "\n")
         channel.flush()
-        reply = json.loads(sys.stdin.readline() or "{}")
+        reply = wire.loads(sys.stdin.readline() or "{}")
         if "logp" not in reply:  # the error the kernel's model would raise (``calls.table_model``)
             raise (IndexError if reply.get("type") == "IndexError" else ValueError)(
                 str(reply.get("error", "the grader did not answer")))

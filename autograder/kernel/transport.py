@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from autograder.kernel.wire import UNREAD, Unreadable, check
+
 MIME = "application/vnd.course.autograder+json"
 NUMERIC_KINDS = "biuf"
 MAX_ELEMENTS = 10_000_000  # per decoded array: far above any exercise's output
@@ -65,7 +67,7 @@ def decode_array(d: dict) -> np.ndarray:
     if not isinstance(d["shape"], list) or len(d["shape"]) > 32 or any(type(n) is not int for n in d["shape"]):
         raise ValueError("a shape that is not a short list of integers")
     shape = tuple(d["shape"])
-    if any(n < 0 for n in shape) or int(np.prod(shape, dtype=np.float64)) > MAX_ELEMENTS:
+    if any(not 0 <= n <= MAX_ELEMENTS for n in shape) or np.prod(shape, dtype=np.float64) > MAX_ELEMENTS:
         raise ValueError(f"shape {shape} is too large")
     raw = base64.b64decode(d["data"], validate=True)
     if len(raw) != int(np.prod(shape)) * dtype.itemsize:
@@ -185,18 +187,25 @@ def encode_outcome(outcome) -> dict:
 
 def decode_results(payload: dict) -> list:
     """The inverse of ``encode_results``: per case, its outcome. A case whose entry cannot be
-    read is that case's ``Raised`` (its answer is lost, not the others'); a payload without a
-    list of cases raises ValueError."""
+    read is that case's ``Raised`` (its answer is lost, not the others'); a payload that is
+    not plain data within ``wire``'s limits, or holds no list of cases, raises ``Unreadable``
+    (a ValueError)."""
+    check(payload)
     cases = payload.get("cases") if isinstance(payload, dict) else None
     if not isinstance(cases, list):
-        raise ValueError("no list of cases")
+        raise Unreadable("no list of cases")
     out = []
     for case in cases:
         try:
             out.append(decode_outcome(case))
         except (KeyError, ValueError, TypeError, AttributeError, OverflowError) as err:
-            out.append(Raised(f"the graded cell's answer for this case could not be read ({err})"[:MAX_TEXT]))
+            out.append(unread(err))
     return out
+
+
+def unread(why) -> Raised:
+    """The outcome of a case whose answer could not be read, and ``why``."""
+    return Raised(f"{UNREAD} ({why})"[:MAX_TEXT])
 
 
 def decode_outcome(d: dict):
@@ -223,3 +232,21 @@ def decode_outcome(d: dict):
         raise ValueError("outputs that are not a short list of arrays")
     return tuple(decode_array(a).view(Listed) if k in listed else decode_array(a)
                  for k, a in enumerate(arrays))
+
+
+# --- a decoder's model served from outside its process (``fresh``, ``pipeline.rerun``) -------
+
+def encode_ask(case: int, prefixes) -> dict:
+    """A fresh process's request of case ``case``'s model on ``prefixes`` (any numbers)."""
+    return {"ask": case, "prefixes": encode_array(np.asarray(prefixes))}
+
+
+def decode_ask(message) -> tuple[int, np.ndarray]:
+    """(case index, prefixes) of a request; ``Unreadable`` when it is not ``encode_ask``'s form
+    (the prefixes may have any numeric dtype and shape: the model says what it takes)."""
+    if not isinstance(message, dict) or message.keys() != {"ask", "prefixes"} or type(message["ask"]) is not int:
+        raise Unreadable("not a request of the model")
+    try:
+        return message["ask"], decode_array(message["prefixes"])
+    except (KeyError, ValueError, TypeError, AttributeError, OverflowError) as err:
+        raise Unreadable(f"prefixes that are not an array of numbers ({err})"[:MAX_TEXT]) from None

@@ -20,6 +20,7 @@ from autograder.pipeline.execute import FAULT_KEY, recorded_payload
 from autograder.exercises import get
 from autograder.judge.verdict import Verdict, helper_note, judge, without_values
 from autograder.pipeline.plan import PLAN
+from autograder.kernel import wire
 from autograder.kernel.repair import decode_fixes
 from autograder.kernel.transport import Raised, decode_results
 
@@ -47,20 +48,30 @@ def verdict_for_cell(cell, ex, cases, earlier_faults: list[str], alone: dict | N
                         + (f" ({', '.join(errors)})" if errors else "")
                         + "; run the notebook top to bottom and leave the graded cell unchanged."]
         return Verdict(ex.id, 0.0, float(ex.points), 0, len(cases), messages + earlier_faults)
+    try:
+        wire.check(payload)
+    except wire.Unreadable as err:
+        return _unread(ex, cases, err)
     if "failure" in payload:
         return Verdict(ex.id, 0.0, float(ex.points), 0, len(cases),
                        [f"The graded cell could not run: {without_values(str(payload['failure']))[:MAX_MESSAGE]}"])
     try:
         results = decode_results(payload)
     except (KeyError, ValueError, TypeError, AttributeError) as err:
-        return Verdict(ex.id, 0.0, float(ex.points), 0, len(cases),
-                       [f"Unreadable recorded outputs: {without_values(str(err))[:MAX_MESSAGE]}"])
+        return _unread(ex, cases, err)
     results = [Raised(r.text[:MAX_MESSAGE], r.stub) if isinstance(r, Raised) else r for r in results]
     verdict = judge(ex, cases, results, fixes=decode_fixes(payload.get("fixes"), len(cases)),
                     changed=payload.get("changed"), alone=alone)
     if verdict.passed < verdict.total:
         verdict.messages += earlier_faults
     return verdict
+
+
+def _unread(ex, cases, err) -> Verdict:
+    """The verdict on a graded cell whose recorded payload as a whole cannot be read."""
+    return Verdict(ex.id, 0.0, float(ex.points), 0, len(cases),
+                   [f"The graded cell's answer could not be read ({without_values(str(err))[:MAX_MESSAGE]}); "
+                    "run the notebook top to bottom and leave the graded cell unchanged."])
 
 
 def verdict_outputs(verdict: Verdict) -> list:
@@ -88,6 +99,17 @@ def recorded_verdict(cell) -> dict | None:
 class JudgeOutputs(NbGraderPreprocessor):
     """Replace recorded outputs in graded cells by the trusted verdict (see module doc)."""
 
+    def _verdict(self, cell, ex, cases, earlier_faults: list[str], alone) -> Verdict:
+        """``verdict_for_cell``; should judging what the sandbox sent fail in a way no reader
+        foresaw, the cell's answer is unread (logged for the instructor, in one line): it costs
+        this exercise, never the grading of the others."""
+        try:
+            return verdict_for_cell(cell, ex, cases, earlier_faults, alone)
+        except Exception as err:  # noqa: BLE001
+            self.log.warning("%s: the graded cell's answer could not be judged: %s: %s",
+                             ex.id, type(err).__name__, str(err)[:MAX_MESSAGE])
+            return _unread(ex, cases, type(err).__name__)
+
     def preprocess(self, nb, resources):
         faults, graded = [], []
         made = resources.get("autograder", {}).get(PLAN)
@@ -97,7 +119,7 @@ class JudgeOutputs(NbGraderPreprocessor):
         for i, cell in enumerate(nb.cells):
             if i in made.graded:
                 ex, ex_cases = made.graded[i]
-                graded.append((cell, verdict_for_cell(cell, ex, ex_cases, list(faults), made.alone.get(i))))
+                graded.append((cell, self._verdict(cell, ex, ex_cases, list(faults), made.alone.get(i))))
             elif cell.cell_type == "code" and _fault(cell):
                 faults.append(f"Cell {i + 1} above it was {_fault(cell)}.")
         failing = {get(v.exercise_id).function for _, v in graded if not v.full_marks}

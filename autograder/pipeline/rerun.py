@@ -22,7 +22,6 @@ and never loaded here.
 from __future__ import annotations
 
 import hmac
-import json
 import os
 import select
 import sys
@@ -38,7 +37,8 @@ from autograder.judge.exercise import Exercise
 from autograder.judge.verdict import Alone
 from autograder.kernel.calls import once_per_step, table_model
 from autograder.kernel.cases import CASE_SECONDS, CODE, WALL_FACTOR
-from autograder.kernel.transport import Raised, decode_array, decode_results, encode_array, encode_cases
+from autograder.kernel import wire
+from autograder.kernel.transport import Raised, decode_ask, decode_results, encode_array, encode_cases, unread
 
 SECONDS = 10  # of the notebook's time budget, kept for its reruns: an honest one takes under one
 SERVED = "markov_decoder"  # the call of the exercises whose model the grader serves
@@ -98,7 +98,8 @@ def run_again(ex: Exercise, cases: list, key: bytes, payload, site: Path, start:
 
 def _run(ex: Exercise, twins_at: dict, code: str, argv: list, start: Start, deadline: float | None,
          memory: list | None = None, served: bool = False) -> dict:
-    """Case index -> the result of its twin in one process run alone (missing: none came)."""
+    """Case index -> the result of its twin in one process run alone (missing: none came;
+    ``transport.unread``: what came could not be read)."""
     order = list(twins_at)
     tables = {n: twins_at[i].get("logp") for n, i in enumerate(order)} if served else {}
     cases = [{k: v for k, v in twins_at[i].items() if not (served and k == "logp")} for i in order]
@@ -110,12 +111,18 @@ def _run(ex: Exercise, twins_at: dict, code: str, argv: list, start: Start, dead
     if seconds <= 1:
         return {}
     with start(argv) as (process, stop):
-        reply = converse(process, stop, json.dumps(spec), _server(tables) if served else None, seconds)
+        reply = converse(process, stop, wire.dumps(spec), _server(tables) if served else None, seconds)
+    if reply is None:
+        return {}  # it stopped without results: a crash, or out of time
     try:
+        if isinstance(reply, wire.Unreadable):
+            raise reply
         results = decode_results(reply)
-    except ValueError:
-        return {}
-    return dict(zip(order, results)) if len(results) == len(order) else {}
+    except ValueError as err:  # ``wire.Unreadable``
+        return {i: unread(err) for i in order}
+    if len(results) != len(order):
+        return {i: unread(f"{len(results)} results for {len(order)} cases") for i in order}
+    return dict(zip(order, results))
 
 
 def _server(tables: dict) -> Callable[[dict], dict]:
@@ -123,47 +130,52 @@ def _server(tables: dict) -> Callable[[dict], dict]:
     raise (``calls.once_per_step`` of ``calls.table_model`` of case n's table), its error's
     type and text in place of a raise."""
     models = {n: once_per_step(table_model(table)) for n, table in tables.items()}
+    refused = {"error": f"next_log_probs takes prefixes (n, t) of ints, n at most {MOST_PREFIXES}",
+               "type": "ValueError"}
 
-    def answer(request: dict) -> dict:
-        model = models.get(request.get("ask"))
+    def answer(request) -> dict:
+        """Never raises: whatever the request holds, the learner's code gets an error to catch."""
         try:
-            prefixes = decode_array(request["prefixes"])
-        except (KeyError, ValueError, TypeError, AttributeError):
-            prefixes = None
-        if model is None or prefixes is None or len(prefixes) > MOST_PREFIXES:
-            return {"error": f"next_log_probs takes prefixes (n, t) of ints, n at most {MOST_PREFIXES}",
-                    "type": "ValueError"}
+            case, prefixes = decode_ask(request)
+        except ValueError:  # ``wire.Unreadable``
+            return refused
+        model = models.get(case)
+        if model is None or (prefixes.ndim and len(prefixes) > MOST_PREFIXES):
+            return refused
         try:
             return {"logp": encode_array(np.asarray(model(prefixes), dtype=np.float64))}
-        except (ValueError, IndexError) as err:
+        except (ValueError, IndexError) as err:  # what the kernel's model raises (``calls.table_model``)
             return {"error": str(err)[:300], "type": type(err).__name__}
+        except Exception:  # noqa: BLE001  (numbers no model takes: an error of the learner's call)
+            return refused
     return answer
 
 
 def converse(process: Popen, stop: Callable[[], None], first: str, answer: Callable[[dict], dict] | None,
              seconds: float):
     """Send ``first`` (a line) to a process run alone, answer its requests (``{"ask": ...}``)
-    with ``answer``, and return the ``results`` of its last line, parsed; None when it ends
-    without one, sends more than ``LINE`` bytes in a line or anything else, or runs past
-    ``seconds`` (``stop`` kills it and all it started, then or on return). Nothing here waits
-    on the process past ``seconds``: its output is read as it comes, never a blocking line."""
+    with ``answer``, and return the ``results`` of its last line, parsed (``wire.loads``); None
+    when it ends without one, sends more than ``LINE`` bytes in a line, or runs past ``seconds``
+    (``stop`` kills it and all it started, then or on return); a ``wire.Unreadable``, returned,
+    when it sends a line ``wire.loads`` refuses, or one that is neither a request nor results.
+    Nothing here waits on the process past ``seconds``: its output is read as it comes."""
     deadline = time.monotonic() + seconds
     lines = _lines(process.stdout.fileno(), deadline)
     try:
         process.stdin.write(first.encode() + b"\n")
         process.stdin.flush()
         for line in lines:
-            message = json.loads(line)
-            if not isinstance(message, dict):
-                return None
-            if "results" in message:
+            message = wire.loads(line, max_bytes=LINE)
+            if isinstance(message, dict) and "results" in message:
                 return message["results"]
-            if answer is None or "ask" not in message:
-                return None
-            process.stdin.write(json.dumps(answer(message)).encode() + b"\n")
+            if answer is None or not isinstance(message, dict) or "ask" not in message:
+                return wire.Unreadable("a line that is neither a request nor results")
+            process.stdin.write(wire.dumps(answer(message)).encode() + b"\n")
             process.stdin.flush()
         return None  # the end, a line too long, or out of time
-    except (ValueError, OSError):  # not JSON, or the pipe closed
+    except wire.Unreadable as err:
+        return err
+    except OSError:  # the pipe closed
         return None
     finally:
         stop()

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from autograder.kernel import wire
 from autograder.pipeline.seccomp import no_new_user_namespaces
 from course_lib.data import cache_dir
 
@@ -382,9 +383,12 @@ def _child_pid(info_fd: int) -> int:
         select.select([info], [], [], 30)
         text = info.read().decode(errors="replace")
     try:
-        return int(json.loads(text)["child-pid"])
-    except (ValueError, KeyError, TypeError):
-        raise OSError(f"bubblewrap did not say which process it started ({text!r})") from None
+        pid = wire.loads(text)["child-pid"]
+    except (ValueError, KeyError, TypeError):  # ``wire.Unreadable`` is a ValueError
+        pid = None
+    if type(pid) is not int or pid <= 0:
+        raise OSError(f"bubblewrap did not say which process it started ({text[:200]!r})")
+    return pid
 
 
 def _pidfd(pid: int, parent: int) -> int:

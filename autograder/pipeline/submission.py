@@ -45,14 +45,21 @@ class Prepared:
     notes: list[str] = field(default_factory=list)
 
 
+def _meta(cell, key: str):
+    """``cell.metadata[key]``, or None where the metadata is not a dict (a submitted file's may be anything)."""
+    meta = cell.get("metadata")
+    return meta.get(key) if isinstance(meta, dict) else None
+
+
 def _grade_id(cell) -> str | None:
-    meta = cell.get("metadata", {}).get("nbgrader")
+    meta = _meta(cell, "nbgrader")
     gid = meta.get("grade_id") if isinstance(meta, dict) else None
     return gid if isinstance(gid, str) else None
 
 
 def _rebuild(raw) -> nbformat.NotebookNode | None:
-    """A fresh, valid cell with the raw cell's type, source and nbgrader metadata."""
+    """A fresh, valid cell with the raw cell's type, source and grade id (nothing else of its
+    metadata, which may be anything: a ``grade`` flag without an id, nesting without end)."""
     if not isinstance(raw, dict):
         return None
     kind = "markdown" if raw.get("cell_type") == "heading" else raw.get("cell_type")  # nbformat 3
@@ -66,11 +73,11 @@ def _rebuild(raw) -> nbformat.NotebookNode | None:
     if not isinstance(source, str):
         return None
     if raw.get("cell_type") == "heading" and isinstance(raw.get("level"), int):
-        source = "#" * raw["level"] + " " + source
+        source = "#" * min(max(raw["level"], 1), 6) + " " + source  # markdown has six levels
     cell = MAKERS[kind](source)
-    meta = raw.get("metadata", {})
-    if isinstance(meta, dict) and isinstance(meta.get("nbgrader"), dict):
-        cell.metadata["nbgrader"] = json.loads(json.dumps(meta["nbgrader"]))
+    gid = _grade_id(raw)
+    if gid is not None:  # all ``prepare`` reads of it: the course's own metadata replaces it, or none
+        cell.metadata["nbgrader"] = {"grade_id": gid}
     return cell
 
 
@@ -95,7 +102,7 @@ def _reading_notes(skimmed: Skimmed, limits: Limits, course_cells: int) -> list[
         for source in (raw.get("source"), raw.get("input")):
             if isinstance(source, Cut):
                 (over if source.total else big).append(number)
-        if isinstance(raw.get("metadata", {}).get("nbgrader"), Cut):
+        if isinstance(_meta(raw, "nbgrader"), Cut):
             meta.append(number)
     if big:
         notes.append(f"{_numbers(big)} graded as empty: a cell's source may be at most "

@@ -141,3 +141,27 @@ def _dir(tmp_path, name):
     d = tmp_path / name
     d.mkdir()
     return d
+
+
+def test_malformed_nbgrader_metadata_and_absurd_fields_in_learner_cells_cost_nothing(tmp_path):
+    """Cells of the learner's own with a ``grade`` flag and no (or no text) ``grade_id``, an
+    ``nbgrader`` that is not a dict, metadata that is not a dict or nests without end, and a
+    heading of level 10^12: the file is read, the notebook graded at full marks, no traceback."""
+    def code(metadata, source="x = 1"):
+        return json.dumps({"cell_type": "code", "metadata": metadata, "source": source, "outputs": [],
+                           "execution_count": None})
+    deep = '{"a": ' * 5000 + "1" + "}" * 5000
+    extra = [code({"nbgrader": "grade"}), code([1, 2]), code({"nbgrader": {"grade": True, "points": 5}}),
+             code({"nbgrader": {"grade": True, "solution": False, "grade_id": 5, "points": 5}}),
+             code({"nbgrader": {"solution": True, "grade_id": ["a"]}}),
+             '{"cell_type": "code", "outputs": [], "execution_count": null, "source": "y = 2", '
+             f'"metadata": {{"x": {deep}}}}}',
+             '{"cell_type": "heading", "level": 1000000000000, "source": "Mine", "metadata": {}}']
+    nb = nbformat.read(SOLUTION, as_version=4)
+    cells = [json.dumps(c) for c in nb.cells]
+    cells[3:3] = extra
+    path = tmp_path / SOLUTION.name
+    path.write_text('{"nbformat": 4, "nbformat_minor": 5, "metadata": ' + json.dumps(nb.metadata)
+                    + ', "cells": [' + ", ".join(cells) + "]}")
+    result = grade(path)
+    assert result.total == result.max_total == 4, [(e.id, e.points, e.messages) for e in result.exercises]
