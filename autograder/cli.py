@@ -140,7 +140,7 @@ def cmd_export(args) -> int:
         print(f"autograder: {err}", file=sys.stderr)
         return 2
     print(done.report())
-    return 1 if done.unknown else 0
+    return 1 if done.unknown or done.collisions else 0
 
 
 def cmd_release_solutions(args) -> int:

@@ -1,6 +1,7 @@
 """Grading a whole class, spread over processes or a Dask cluster [trusted]
 
 ``intake`` takes in what learners handed in (whose each notebook is; no link followed),
+``identity`` says when two learner ids are one (and refuses both),
 ``grade`` makes the tasks, ``jobs`` is what travels to a worker and back, ``worker`` grades one
 task at a time, ``pools`` spreads them over local processes or a Dask cluster, ``journal``
 keeps every outcome until nbgrader's gradebook holds it. After grading: ``regrade`` grades an

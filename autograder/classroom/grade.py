@@ -149,7 +149,7 @@ def _triage(submissions: Path, assignment: str, name: str, course_root: Path, jo
     """
     summary, todo = Summary(), []
     with unpacked(submissions) as folder:
-        found, summary.failed = find_submissions(folder, assignment, name)
+        found, summary.failed = find_submissions(folder, assignment, name, _known_students(course_root))
         for student, paths in found.items():
             folder = course_root / "submitted" / student / assignment
             if len(paths) > 1:
@@ -172,6 +172,16 @@ def _triage(submissions: Path, assignment: str, name: str, course_root: Path, jo
             else:
                 todo.append(student)
     return summary, todo
+
+
+def _known_students(course_root: Path) -> list[str]:
+    """The ids the course holds already: its ``submitted/`` folders and its gradebook's students."""
+    from nbgrader.api import Gradebook  # lazy: loaded by now (_ensure_assignment); see the imports
+
+    submitted = course_root / "submitted"
+    ids = [p.name for p in submitted.iterdir()] if submitted.is_dir() else []
+    with Gradebook(f"sqlite:///{course_root / 'gradebook.db'}") as gb:
+        return ids + [s.id for s in gb.students]
 
 
 def _keep(journal: Journal, outcome: Outcome, summary: Summary, again: bool = False) -> bool:

@@ -29,9 +29,11 @@ import re
 import stat
 import tempfile
 import zipfile
+from collections.abc import Iterable
 from contextlib import contextmanager
 from pathlib import Path
 
+from autograder.classroom.identity import collisions, shown_ids
 from autograder.classroom.jobs import Outcome
 from autograder.classroom.journal import write_atomic
 from autograder.paths import SOLUTIONS
@@ -66,10 +68,11 @@ def _inside_submitted(folder: Path) -> Path:
     return folder
 
 
-def find_submissions(folder: Path, assignment: str,
-                     notebook: str) -> tuple[dict[str, list[Path]], list[Outcome]]:
+def find_submissions(folder: Path, assignment: str, notebook: str,
+                     known: Iterable[str] = ()) -> tuple[dict[str, list[Path]], list[Outcome]]:
     """(student id -> the notebooks found for them, the submissions refused and why) in
-    ``folder``, a resolved path (``unpacked``).
+    ``folder``, a resolved path (``unpacked``). ``known``: the ids the course holds already;
+    an id that folds alike with another (``identity.id_key``) is refused (``_refuse_alike``).
 
     A learner's folder may hold more than one notebook: the assignment's own name, when
     present, is the one graded (``grade.py`` refuses a learner left with several). In
@@ -97,11 +100,27 @@ def find_submissions(folder: Path, assignment: str,
             found.setdefault(student, []).append(nb)
     for student in refused:
         found.pop(student, None)
+    _refuse_alike(found, refused, set(known))
     if not found and not refused:
         from autograder.pipeline.course import GradingError  # lazy: it imports nbgrader (see grade.py)
         raise GradingError(f"no notebooks found in {folder}")
     chosen = {s: [p for p in paths if p.name == notebook] or paths for s, paths in found.items()}
     return chosen, list(refused.values())
+
+
+def _refuse_alike(found: dict[str, list[Path]], refused: dict[str, Outcome], known: set[str]) -> None:
+    """Move from ``found`` to ``refused`` every student whose id is one with another's, found
+    here or ``known`` to the course, once folded (``identity``): their folders, journals and
+    roster rows would be one, so none of them is graded rather than one for the other."""
+    for same in collisions([*found, *known]).values():
+        before = [s for s in same if s in known and s not in found]
+        why = (f"{shown_ids(same)} are one id to the grader (compared after NFKC and case folding"
+               + (f"; {shown_ids(before)} already in the course" if before else "")
+               + "): none of them is graded; rename all but one")
+        for student in same:
+            if student in found:
+                del found[student]
+                refused[student] = Outcome(student, "", False, reason=why)
 
 
 def read_handed_in(path: Path, limit: int) -> bytes:
