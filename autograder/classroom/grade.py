@@ -148,8 +148,9 @@ def _triage(submissions: Path, assignment: str, name: str, course_root: Path, jo
     run was killed in between) is recorded from the journal here, not graded again.
     """
     summary, todo = Summary(), []
-    with unpacked(submissions) as folder:
-        found, summary.failed = find_submissions(folder, assignment, name, _known_students(course_root))
+    with unpacked(submissions) as (folder, skipped):
+        found, summary.failed = find_submissions(folder, assignment, name, _known_students(course_root),
+                                                 skipped)
         for student, paths in found.items():
             folder = course_root / "submitted" / student / assignment
             if len(paths) > 1:

@@ -104,7 +104,7 @@ def test_intake_refuses_ids_that_fold_alike_and_names_both(tmp_path):
     folder.mkdir()
     for student in ("Kim", f"{KELVIN}im", "ｚｏｅ", "zoe", "ada", f"{CYRILLIC_A}da", "bo"):
         (folder / f"{student}.ipynb").write_bytes(b"{}")
-    with unpacked(folder) as inside:
+    with unpacked(folder) as (inside, _):
         found, refused = find_submissions(inside, ASSIGNMENT, NAME, known=["BO"])
     assert sorted(found) == ["ada", f"{CYRILLIC_A}da"]
     reasons = {o.student: o.reason for o in refused}
