@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.classroom.identity import id_key, shown_ids
+from autograder.terminal import shown
 
 CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 MOODLE_IDS = {"email": "Email address", "username": "Username", "idnumber": "ID number"}
@@ -102,11 +103,16 @@ class Export:
         lines = [f"wrote {self.rows} learner(s) to {self.path}"]
         if self.unknown:
             lines.append("not on the roster, so not in the file (add them to the roster, or "
-                         "give nbgrader their e-mail): " + ", ".join(self.unknown))
+                         "give nbgrader their e-mail): " + _names(self.unknown))
         if self.missing:
-            lines.append("on the roster without a submission (left blank): " + ", ".join(self.missing))
+            lines.append("on the roster without a submission (left blank): " + _names(self.missing))
         lines += [f"ids alike, so not in the file: {c}" for c in self.collisions]
         return "\n".join(lines)
+
+
+def _names(ids: list[str]) -> str:
+    """``ids`` on one line of the report, as a terminal shows them (``terminal.shown``)."""
+    return ", ".join(shown(i, layout=False) for i in ids)
 
 
 def _column(header: list[str], names: tuple[str, ...]) -> str | None:

@@ -35,6 +35,7 @@ from autograder.paths import REPO
 from autograder.pipeline.assignment import notebooks
 from autograder.pipeline.sandbox import isolation
 from autograder.startup import quick_alembic_head
+from autograder.terminal import shown
 
 TIME_LIMIT = 180.0  # seconds per submission: kernel start, every cell, judge and feedback
 
@@ -51,7 +52,8 @@ class Summary:
         lines = [f"graded {len(self.graded)}"
                  + (f" (and {self.earlier} graded by an earlier run)" if self.earlier else "")
                  + f", failed {len(self.failed)}"]
-        lines += [f"  {o.student}: {o.reason}" for o in sorted(self.failed, key=lambda o: o.student)]
+        lines += [f"  {shown(o.student, layout=False)}: {shown(o.reason, layout=False)}"
+                  for o in sorted(self.failed, key=lambda o: o.student)]
         if self.failed:
             lines.append("  (a rerun retries these with --retry-failed)")
         times = [o.seconds for o in self.graded]
@@ -59,7 +61,7 @@ class Summary:
             worst = max(self.graded, key=lambda o: o.seconds)
             lines.append(f"time per submission: median {statistics.median(times):.1f} s, worst "
                          f"{worst.seconds:.1f} s ({worst.student}), on {self.workers} worker(s)")
-        return "\n".join(lines)
+        return "\n".join(lines)  # one line per submission: a reason's own breaks are escaped
 
 
 def make_task(folder: Path, student: str, assignment: str, name: str) -> Task | Outcome:

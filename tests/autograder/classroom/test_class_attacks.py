@@ -325,3 +325,18 @@ def test_a_workers_answer_counts_only_for_its_task_and_within_the_points():
         kept = answer_to(task, outcome)
         assert (kept.student, kept.digest, kept.ok, kept.scores) == ("ada", "d1", False, {}), lie
         assert "not recorded" in kept.reason, (lie, kept.reason)
+
+
+def test_the_class_reports_show_learner_text_escaped(tmp_path):
+    """A reason quotes a learner's exception or file name, a roster row a learner's name: the
+    summary of ``grade`` (and ``regrade``) and the report of ``export`` printed them raw, so
+    ``ESC ] 0 ;...BEL`` retitled the instructor's terminal and a line break forged a row."""
+    from autograder.classroom.export import Export
+    from autograder.classroom.grade import Summary
+
+    attack = "\x1b]0;pwned\x07\x1b[2J\nada: graded 4/4"
+    summary = Summary(failed=[Outcome("bo", "", False, reason=f"grading failed: {attack}")])
+    export = Export(tmp_path / "out.csv", 0, unknown=["bo"], missing=[attack])
+    for report in (summary.report(), export.report()):
+        assert "\x1b" not in report and "\x07" not in report and "\\x1b]0;pwned\\x07" in report
+        assert not any(line.startswith("ada:") for line in report.splitlines())
