@@ -22,8 +22,11 @@ from pathlib import Path
 
 from autograder.paths import REPO
 from autograder.startup import quiet, skip_slow_imports
+from autograder.terminal import shown
 
 
+# Whatever a command prints that a learner may have written (a message, a file name, an id)
+# goes through ``shown``: its control characters are escaped, never sent to the terminal.
 # Each command imports what it runs, inside its function: the grader's modules import nbgrader
 # (seconds), which ``autograder --help`` and ``instructor-mode`` never need.
 
@@ -32,7 +35,7 @@ def cmd_generate(args) -> int:
     from autograder.release import generate  # lazy: nbgrader (see above)
 
     for path in generate(args.assignments or None):
-        print(f"wrote {path}")
+        print(shown(f"wrote {path}"))
     return 0
 
 
@@ -46,18 +49,18 @@ def cmd_submit(args) -> int:
     try:
         result = grade_notebook(notebook, args.assignment, feedback_to=feedback)
     except (GradingError, SandboxUnavailable) as err:
-        print(f"autograder: {err}", file=sys.stderr)
+        print(f"autograder: {shown(err)}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:
         for note in result.notes:
-            print(note)
-        print(result.table())
+            print(shown(note))
+        print(shown(result.table()))
         for e in result.exercises:
             if e.points < e.max_points:
-                print(f"\n{e.id}:\n  " + "\n  ".join(e.messages))
-        print(f"\nFeedback report: {result.feedback_html}")
+                print(f"\n{shown(e.id)}:\n  " + "\n  ".join(shown(m) for m in e.messages))
+        print(f"\nFeedback report: {shown(result.feedback_html, layout=False)}")
     return 0 if result.total >= result.max_total else 1
 
 
@@ -74,7 +77,7 @@ def cmd_validate(args) -> int:
         else:
             validator.validate_and_print(args.notebook)
     except (GradingError, SandboxUnavailable) as err:
-        print(f"autograder: {err}", file=sys.stderr)
+        print(f"autograder: {shown(err)}", file=sys.stderr)
         return 2
     return 1 if validator.results else 0
 
@@ -102,13 +105,13 @@ def cmd_grade(args) -> int:
         summary = grade_submissions(Path(args.submissions), args.assignment, course, jobs=args.jobs,
                                     time_limit=args.time_limit, scheduler=args.scheduler,
                                     retry_failed=args.retry_failed, progress=not args.no_progress)
-        print(summary.report())
+        print(shown(summary.report()))
         return summary, export_csv(course, Path(args.csv))
     done = _instructor_step(run)
     if isinstance(done, int):
         return done
     summary, csv = done
-    print(f"grades written to {csv}")
+    print(shown(f"grades written to {csv}"))
     return 1 if summary.failed else 0
 
 
@@ -125,7 +128,7 @@ def cmd_regrade(args) -> int:
                                             scheduler=args.scheduler, progress=not args.no_progress))
     if isinstance(done, int):
         return done
-    print(done.report())
+    print(shown(done.report()))
     return 1 if done.summary.failed else 0
 
 
@@ -137,10 +140,10 @@ def cmd_export(args) -> int:
     try:
         done = export(args.layout, Path(args.roster), out, course, args.assignment, args.moodle_id)
     except (OSError, ValueError) as err:
-        print(f"autograder: {err}", file=sys.stderr)
+        print(f"autograder: {shown(err)}", file=sys.stderr)
         return 2
-    print(done.report())
-    return 1 if done.unknown else 0
+    print(shown(done.report()))
+    return 1 if done.unknown or done.collisions else 0
 
 
 def cmd_release_solutions(args) -> int:
@@ -150,8 +153,8 @@ def cmd_release_solutions(args) -> int:
     name = _instructor_step(lambda: release_solutions(args.assignment, course, args.before_due_date))
     if isinstance(name, int):
         return name
-    print(f"released {name}: learners fetch it from their Assignment List "
-          f"(or: nbgrader fetch_assignment {name})")
+    print(shown(f"released {name}: learners fetch it from their Assignment List "
+                f"(or: nbgrader fetch_assignment {name})"))
     return 0
 
 
@@ -169,7 +172,7 @@ def _instructor_step(step):
         from autograder.grading import GradingError  # lazy: nbgrader, not needed unless it failed
         if not isinstance(err, (GradingError, SandboxUnavailable)):
             raise
-        print(f"autograder: {err}", file=sys.stderr)
+        print(f"autograder: {shown(err)}", file=sys.stderr)
         return 2
 
 
@@ -182,9 +185,9 @@ def cmd_hub(args) -> int:
         hub = load(args.course_file)
         done = setup(hub, Path(args.course_file).resolve()) if args.action == "setup" else remove(hub)
     except (CourseFileError, SetupError) as err:
-        print(f"autograder: {err}", file=sys.stderr)
+        print(f"autograder: {shown(err)}", file=sys.stderr)
         return 2
-    print("\n".join(done))
+    print(shown("\n".join(done)))
     if args.action == "setup":
         print(f"Start the hub: cd {hub.root} && {Path(sys.executable).parent / 'jupyterhub'} -f jupyterhub_config.py")
     return 0

@@ -25,6 +25,7 @@ from autograder.pipeline.judge_outputs import recorded_verdict
 from autograder.pipeline.plan import recorded_exercise, submission_key
 from autograder.pipeline.sandbox import isolation, isolation_setting, unisolated
 from autograder.pipeline.submission import prepare
+from autograder.terminal import shown
 
 STUDENT = "learner"
 DEADLINE = 90        # seconds for one submission's grading, reading the file included
@@ -186,11 +187,13 @@ def submit(notebook: str | Path, assignment: str | None = None, as_json: bool = 
     if as_json:
         print(json.dumps(result.to_json(), indent=2))
     else:
-        print(f"Graded {notebook} (the version saved on disk: save before you submit).\n")
-        print("\n".join(result.notes + [""]) if result.notes else "", end="")
-        print(result.table())
+        print(f"Graded {shown(notebook, layout=False)} (the version saved on disk: save before "
+              "you submit).\n")
+        print(shown("\n".join(result.notes + [""])) if result.notes else "", end="")
+        print(shown(result.table()))
         for e in result.exercises:
             if e.points < e.max_points:
-                print(f"\n{e.id}:\n  " + "\n  ".join(line for m in e.messages for line in m.splitlines()))
-        print(f"\nFeedback report: {result.feedback_html}")
+                lines = (shown(line) for m in e.messages for line in m.splitlines())
+                print(f"\n{e.id}:\n  " + "\n  ".join(lines))
+        print(f"\nFeedback report: {shown(result.feedback_html, layout=False)}")
     return result

@@ -24,6 +24,7 @@ from nbconvert.filters import ansi2html
 from nbgrader.validator import Validator
 
 from autograder.grading import ExerciseResult, grade_notebook
+from autograder.terminal import shown
 
 
 class CourseValidator(Validator):
@@ -58,18 +59,19 @@ class CourseValidator(Validator):
         return {**self.results, "notes": notes} if notes else self.results
 
     def validate_and_print(self, filename: str) -> None:
-        """nbgrader's printout (of the failures, or with ``invert`` the passes), below the notes."""
+        """nbgrader's printout (of the failures, or with ``invert`` the passes), below the notes,
+        its learner text through ``terminal.shown``."""
         results = self.validate(filename)
         for note in results.get("notes", []):
-            self.stream.write(textwrap.fill(note, self.width) + "\n\n")
+            self.stream.write(shown(textwrap.fill(note, self.width)) + "\n\n")
         if self.invert:
             self._print_num_passed(len(results.get("passed", [])))
             for entry in results.get("passed", []):
-                self._print_pass(entry["source"])
+                self._print_pass(shown(entry["source"]))
         else:
             self._print_num_failed(len(results.get("failed", [])))
             for entry in results.get("failed", []):
-                self._print_error(entry["source"], entry["raw_error"])
+                self._print_error(shown(entry["source"]), shown(entry["raw_error"]))
 
     def _failure(self, e: ExerciseResult) -> dict:
         # nbgrader indents each line and cuts it at `width`: wrap the judge's sentences instead

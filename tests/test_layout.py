@@ -185,7 +185,7 @@ SIDE_OF_MODULE = {
     "autograder.picture": LEARNER,  # drawn by the check cell only
     "autograder.lab": TRUSTED,  # the Jupyter server's extension: it runs ``autograder validate``
     **{f"autograder.{name}": TRUSTED for name in ("authoring", "cli", "config", "grading",
-                                                  "paths", "release", "startup", "validate")},
+                                                  "paths", "release", "startup", "terminal", "validate")},
     "autograder.exercises.adequacy": TRUSTED,  # for authors and the tests, never in the check cell
 }
 

@@ -11,6 +11,10 @@ as Canvas wrote them, and an assignment column it already has (``02_attention (1
 its header, so the import updates that assignment instead of making a new one. A learner of the
 gradebook (their hub login) is the roster's row whose login is theirs, or whose e-mail is
 their login or the e-mail nbgrader holds for them (``nbgrader db student add --email``).
+Logins and e-mails are compared as ``identity.id_key`` writes them (NFKC, case folded), never
+in a set's order: where one key names two learners of the gradebook (``Kim`` and ``kim``, or
+``\u212aim`` with the Kelvin sign), a learner has two rows, or a row names two learners, those
+learners are not written, and the report names them (``Matching.collisions``).
 
 **Layouts.** Canvas (its "Import" of the Grades page): ``Student, ID, SIS User ID, SIS Login
 ID, Section``, then the assignments; a blank cell changes nothing. Moodle (Grades, Import,
@@ -29,6 +33,9 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from autograder.classroom.identity import id_key, shown_ids
+from autograder.terminal import shown
 
 CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 MOODLE_IDS = {"email": "Email address", "username": "Username", "idnumber": "ID number"}
@@ -90,15 +97,22 @@ class Export:
     rows: int
     unknown: list[str] = field(default_factory=list)    # graded here, not on the roster
     missing: list[str] = field(default_factory=list)    # on the roster, no submission here
+    collisions: list[str] = field(default_factory=list)  # learners not written: ids alike
 
     def report(self) -> str:
         lines = [f"wrote {self.rows} learner(s) to {self.path}"]
         if self.unknown:
             lines.append("not on the roster, so not in the file (add them to the roster, or "
-                         "give nbgrader their e-mail): " + ", ".join(self.unknown))
+                         "give nbgrader their e-mail): " + _names(self.unknown))
         if self.missing:
-            lines.append("on the roster without a submission (left blank): " + ", ".join(self.missing))
+            lines.append("on the roster without a submission (left blank): " + _names(self.missing))
+        lines += [f"ids alike, so not in the file: {c}" for c in self.collisions]
         return "\n".join(lines)
+
+
+def _names(ids: list[str]) -> str:
+    """``ids`` on one line of the report, as a terminal shows them (``terminal.shown``)."""
+    return ", ".join(shown(i, layout=False) for i in ids)
 
 
 def _column(header: list[str], names: tuple[str, ...]) -> str | None:
@@ -113,22 +127,57 @@ def read_roster(path: Path) -> tuple[list[str], list[dict[str, str]]]:
         return list(reader.fieldnames or []), rows
 
 
+@dataclass
+class Matching:
+    """Which roster row is which learner, and the learners refused for a collision."""
+    found: dict[int, str] = field(default_factory=dict)   # roster row index -> student id
+    refused: set[str] = field(default_factory=set)        # students not written: a collision
+    skipped: set[int] = field(default_factory=set)        # the roster rows of those students
+    collisions: list[str] = field(default_factory=list)   # one message per collision
+
+
 def match(header: list[str], rows: list[dict], students: set[str],
-          emails: dict[str, str]) -> dict[int, str]:
-    """roster row index -> the student id of the gradebook it is (see the module doc)."""
+          emails: dict[str, str]) -> Matching:
+    """Which roster row is which student of the gradebook (see the module doc): ids and e-mails
+    are compared by ``identity.id_key``; where one key names two learners, or one learner has
+    two rows, or one row names two learners, none of them is matched (``Matching.collisions``)."""
     login, email = _column(header, LOGIN), _column(header, EMAIL)
     if login is None and email is None:
         raise ValueError(f"the roster has neither a login nor an e-mail column: {header}")
-    by_key = {s.lower(): s for s in students}
-    by_key.update({e.lower(): s for s, e in emails.items() if s in students})
-    found = {}
+    owners: dict[str, set[str]] = {}
+    for s in sorted(students):
+        for name in (s, emails.get(s)):
+            if name:
+                owners.setdefault(id_key(name), set()).add(s)
+    done = Matching()
+    for same in sorted({tuple(sorted(who)) for who in owners.values() if len(who) > 1}):
+        _refuse(done, same, "are one id to the roster (compared after NFKC and case folding); "
+                "give them ids and e-mails that differ in more than case or letter form")
+    claims: dict[str, list[int]] = {}
     for i, row in enumerate(rows):
-        for column in (login, email):
-            key = (row.get(column) or "").strip().lower() if column else ""
-            if key in by_key:
-                found[i] = by_key[key]
-                break
-    return found
+        keys = {id_key((row.get(column) or "").strip()) for column in (login, email) if column}
+        who = sorted(set().union(*(owners.get(key, set()) for key in keys if key)))
+        if len(who) > 1:
+            _refuse(done, who, f"are both the roster's row of {ascii(_who(header, row))} (its login "
+                    "names one, its e-mail the other); correct the row")
+        for s in who:
+            claims.setdefault(s, []).append(i)
+    for s, found in sorted(claims.items()):
+        if len(found) > 1:
+            _refuse(done, [s], "has more than one row in the roster ("
+                    + shown_ids(_who(header, rows[i]) for i in found) + "); keep one")
+    for s, found in claims.items():
+        if s in done.refused:
+            done.skipped.update(found)
+        else:
+            done.found[found[0]] = s
+    return done
+
+
+def _refuse(done: Matching, students, why: str) -> None:
+    """Note a collision: ``students`` are not written, and the message says why."""
+    done.refused.update(students)
+    done.collisions.append(f"{shown_ids(students)} {why}")
 
 
 def export(layout: str, roster: Path, out: Path, course_root: Path,
@@ -138,7 +187,8 @@ def export(layout: str, roster: Path, out: Path, course_root: Path,
     names = assignments or sorted({a for _, a in scores})
     graded = {s for s, _ in scores}
     header, rows = read_roster(roster)
-    found = match(header, rows, graded, student_emails(course_root))
+    matching = match(header, rows, graded, student_emails(course_root))
+    found = matching.found
     if layout == "canvas":
         # an assignment Canvas has already: its column, "02_attention (1234)", is kept as it is
         columns = {a: next((h for h in header if h == a or h.startswith(a + " (")), a) for a in names}
@@ -168,14 +218,15 @@ def export(layout: str, roster: Path, out: Path, course_root: Path,
         writer.writeheader()
         for i, row in enumerate(rows):
             student = found.get(i)
-            if layout == "moodle" and student is None:
+            if i in matching.skipped or (layout == "moodle" and student is None):
                 continue  # nothing graded here to import (a blank Canvas cell changes nothing)
             writer.writerow({**identity(row), **{column: _points(scores.get((student, a)))
                                                  for a, column in columns.items()}})
             written += 1
-    missing = sorted(_who(header, rows[i]) for i in range(len(rows))
-                     if not any((found.get(i), a) in scores for a in names))
-    return Export(Path(out), written, sorted(graded - set(found.values())), missing)
+    missing = sorted(_who(header, rows[i]) for i in range(len(rows)) if i not in matching.skipped
+                     and not any((found.get(i), a) in scores for a in names))
+    return Export(Path(out), written, sorted(graded - set(found.values()) - matching.refused), missing,
+                  matching.collisions)
 
 
 def _points(score: float | None) -> str:

@@ -35,6 +35,7 @@ from autograder.paths import REPO
 from autograder.pipeline.assignment import notebooks
 from autograder.pipeline.sandbox import isolation
 from autograder.startup import quick_alembic_head
+from autograder.terminal import shown
 
 TIME_LIMIT = 180.0  # seconds per submission: kernel start, every cell, judge and feedback
 
@@ -51,7 +52,8 @@ class Summary:
         lines = [f"graded {len(self.graded)}"
                  + (f" (and {self.earlier} graded by an earlier run)" if self.earlier else "")
                  + f", failed {len(self.failed)}"]
-        lines += [f"  {o.student}: {o.reason}" for o in sorted(self.failed, key=lambda o: o.student)]
+        lines += [f"  {shown(o.student, layout=False)}: {shown(o.reason, layout=False)}"
+                  for o in sorted(self.failed, key=lambda o: o.student)]
         if self.failed:
             lines.append("  (a rerun retries these with --retry-failed)")
         times = [o.seconds for o in self.graded]
@@ -59,7 +61,7 @@ class Summary:
             worst = max(self.graded, key=lambda o: o.seconds)
             lines.append(f"time per submission: median {statistics.median(times):.1f} s, worst "
                          f"{worst.seconds:.1f} s ({worst.student}), on {self.workers} worker(s)")
-        return "\n".join(lines)
+        return "\n".join(lines)  # one line per submission: a reason's own breaks are escaped
 
 
 def make_task(folder: Path, student: str, assignment: str, name: str) -> Task | Outcome:
@@ -148,8 +150,9 @@ def _triage(submissions: Path, assignment: str, name: str, course_root: Path, jo
     run was killed in between) is recorded from the journal here, not graded again.
     """
     summary, todo = Summary(), []
-    with unpacked(submissions) as folder:
-        found, summary.failed = find_submissions(folder, assignment, name)
+    with unpacked(submissions) as (folder, skipped):
+        found, summary.failed = find_submissions(folder, assignment, name, _known_students(course_root),
+                                                 skipped)
         for student, paths in found.items():
             folder = course_root / "submitted" / student / assignment
             if len(paths) > 1:
@@ -172,6 +175,16 @@ def _triage(submissions: Path, assignment: str, name: str, course_root: Path, jo
             else:
                 todo.append(student)
     return summary, todo
+
+
+def _known_students(course_root: Path) -> list[str]:
+    """The ids the course holds already: its ``submitted/`` folders and its gradebook's students."""
+    from nbgrader.api import Gradebook  # lazy: loaded by now (_ensure_assignment); see the imports
+
+    submitted = course_root / "submitted"
+    ids = [p.name for p in submitted.iterdir()] if submitted.is_dir() else []
+    with Gradebook(f"sqlite:///{course_root / 'gradebook.db'}") as gb:
+        return ids + [s.id for s in gb.students]
 
 
 def _keep(journal: Journal, outcome: Outcome, summary: Summary, again: bool = False) -> bool:

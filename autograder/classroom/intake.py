@@ -1,4 +1,4 @@
-"""What a class hands in, taken in: whose each notebook is, read without following a link [trusted]
+"""What a class hands in, taken in: whose each notebook is, only regular files read [trusted]
 
 Everything below the folder ``autograder grade`` is given was made by learners: their file
 and folder names, what is inside their folders (nbgrader's ``submit`` copies a learner's
@@ -18,20 +18,29 @@ rights, so here
 - a **link** (the notebook, a folder above it, ``timestamp.txt``) is never followed: it could
   name a classmate's file, the gradebook or the grader's secret, which the learner cannot
   read but the instructor's process can. A submission that holds one is refused;
+- only **regular files** are read (``files.open_handed_in``: no link followed, no wait, then
+  ``fstat``): a notebook that is a named pipe (whose copy would wait forever, and the class
+  after it), a device, a socket or a folder is refused, and so is a hard link whose other
+  names are not all in the submissions; a zip's members that are links or special files (the
+  mode in ``external_attr``) are not unpacked, and a notebook or ``timestamp.txt`` among them
+  refuses its learner's submission. No file makes the intake wait;
 - ``timestamp.txt`` is read at most ``STAMP_LIMIT`` bytes, once, and must be a time
   nbgrader reads (``read_timestamp``).
 """
 from __future__ import annotations
 
-import errno
 import os
 import re
 import stat
 import tempfile
 import zipfile
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from autograder.classroom.files import NotHandedIn, kind, open_handed_in, read_handed_in
+from autograder.classroom.identity import collisions, shown_ids
 from autograder.classroom.jobs import Outcome
 from autograder.classroom.journal import write_atomic
 from autograder.paths import SOLUTIONS
@@ -42,20 +51,27 @@ EXTRAS_LIMIT = 4096    # bytes of the other small files nbgrader's layout carrie
 EXTRAS = ("timestamp.txt", "submission_secret.txt")
 
 
-class NotHandedIn(OSError):
-    """A file of a submission the grader does not read: a link, or larger than it may be."""
-
-
 @contextmanager
 def unpacked(submissions: Path):
-    """The folder to read: ``submissions`` itself, or a zip's contents in a temporary folder
-    (``zipfile`` writes every member inside it, whatever its name: ``../x`` and ``/x`` too)."""
+    """(the folder to read, its skipped files): ``submissions`` itself, or a zip's regular
+    members in a temporary folder (``zipfile`` writes every member inside it, whatever its
+    name: ``../x`` and ``/x`` too), with the members that are not regular files (a link, a
+    pipe, a device: their mode in ``external_attr``) left out and named, path -> what it is."""
     if submissions.suffix != ".zip":
-        yield _inside_submitted(Path(submissions).resolve())
+        yield _inside_submitted(Path(submissions).resolve()), {}
         return
     with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(submissions) as zf:
-        zf.extractall(tmp)
-        yield _inside_submitted(Path(tmp).resolve())
+        skipped = {}
+        for member in zf.infolist():
+            mode = member.external_attr >> 16
+            if member.is_dir() or stat.S_IFMT(mode) in (0, stat.S_IFREG):  # 0: made where no modes are
+                zf.extract(member, tmp)
+            else:
+                skipped["/".join(p for p in member.filename.split("/") if p not in ("", ".", ".."))] = kind(mode)
+        root = Path(tmp).resolve()
+        folder = _inside_submitted(root)
+        inside = "" if folder == root else folder.name + "/"
+        yield folder, {path[len(inside):]: what for path, what in skipped.items() if path.startswith(inside)}
 
 
 def _inside_submitted(folder: Path) -> Path:
@@ -66,10 +82,13 @@ def _inside_submitted(folder: Path) -> Path:
     return folder
 
 
-def find_submissions(folder: Path, assignment: str,
-                     notebook: str) -> tuple[dict[str, list[Path]], list[Outcome]]:
+def find_submissions(folder: Path, assignment: str, notebook: str, known: Iterable[str] = (),
+                     skipped: Mapping[str, str] = {}) -> tuple[dict[str, list[Path]], list[Outcome]]:
     """(student id -> the notebooks found for them, the submissions refused and why) in
-    ``folder``, a resolved path (``unpacked``).
+    ``folder``, a resolved path, and its ``skipped`` zip members (both from ``unpacked``).
+    ``known``: the ids the course holds already; an id that folds alike with another
+    (``identity.id_key``) is refused (``_refuse_alike``). A notebook that is not a regular
+    file of the folder's own (``_not_read``) costs its learner's submission, never the class.
 
     A learner's folder may hold more than one notebook: the assignment's own name, when
     present, is the one graded (``grade.py`` refuses a learner left with several). In
@@ -79,24 +98,28 @@ def find_submissions(folder: Path, assignment: str,
     found: dict[str, list[Path]] = {}
     refused: dict[str, Outcome] = {}
     others = {p.name for p in SOLUTIONS.iterdir() if p.is_dir()} - {assignment}
-    for nb in sorted(folder.rglob("*.ipynb")):
+    names = _NamesInside(folder)
+    read = {path: what for path, what in skipped.items() if path.endswith(".ipynb") or Path(path).name in EXTRAS}
+    for nb in sorted({*folder.rglob("*.ipynb"), *(folder / path for path in read)}):
         rel = nb.relative_to(folder).parts
         if ".ipynb_checkpoints" in rel or (len(rel) > 2 and rel[1] in others):
             continue  # (nbgrader's layout: that learner's work on another assignment of the course)
         student = Path(rel[0]).stem if len(rel) == 1 else rel[0]
+        where = "/".join(rel)
+        why = (f"{ascii(where)} is {read[where]} in the zip: the grader reads only regular files"
+               if where in read else _not_read(nb, names))
         if not STUDENT_ID.fullmatch(student):
             shown = ascii(student)  # as the terminal and the journal can show it
             refused[shown] = Outcome(shown, "", False, reason=(
-                f"{ascii('/'.join(rel))} is not graded: {shown} is not a student id (a letter or "
+                f"{ascii(where)} is not graded: {shown} is not a student id (a letter or "
                 "digit, then letters, digits and . _ @ + -, at most 64 characters); rename it"))
-        elif nb.resolve() != nb:
-            refused[student] = Outcome(student, "", False, reason=(
-                f"{ascii('/'.join(rel))} is a symbolic link (or lies in a linked folder): the grader "
-                "reads only files handed in, never what a link points to"))
-        else:
+        elif why:
+            refused[student] = Outcome(student, "", False, reason=f"{ascii(where)} {why}")
+        elif nb.suffix == ".ipynb":
             found.setdefault(student, []).append(nb)
     for student in refused:
         found.pop(student, None)
+    _refuse_alike(found, refused, set(known))
     if not found and not refused:
         from autograder.pipeline.course import GradingError  # lazy: it imports nbgrader (see grade.py)
         raise GradingError(f"no notebooks found in {folder}")
@@ -104,22 +127,52 @@ def find_submissions(folder: Path, assignment: str,
     return chosen, list(refused.values())
 
 
-def read_handed_in(path: Path, limit: int) -> bytes:
-    """The bytes of a learner's file, never through a link, at most ``limit`` of them
-    (``NotHandedIn`` otherwise)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise NotHandedIn(f"{path.name} is a symbolic link: the grader does not follow it") from None
-        raise
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotHandedIn(f"{path.name} is not a regular file")
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise NotHandedIn(f"{path.name} is larger than the {limit} bytes the grader reads of it")
-    return data
+class _NamesInside:
+    """How many names each hard-linked file has inside ``folder`` (counted on first use)."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.counts = folder, None
+
+    def __getitem__(self, st: os.stat_result) -> int:
+        if self.counts is None:
+            self.counts = Counter()
+            for top, _, files in os.walk(self.folder):  # os.walk follows no link
+                for name in files:
+                    inner = os.lstat(os.path.join(top, name))
+                    if stat.S_ISREG(inner.st_mode) and inner.st_nlink > 1:
+                        self.counts[inner.st_dev, inner.st_ino] += 1
+        return self.counts[st.st_dev, st.st_ino]
+
+
+def _not_read(nb: Path, names: _NamesInside) -> str | None:
+    """Why the grader does not read ``nb`` (None: it does): a symbolic link, or a file in a linked
+    folder; not a regular file (a pipe would stop the copy for good); a hard link whose other
+    names are not all in the submissions (it may be a file the learner could not read)."""
+    if nb.resolve() != nb:
+        return ("is a symbolic link (or lies in a linked folder): the grader reads only files "
+                "handed in, never what a link points to")
+    st = os.lstat(nb)
+    if not stat.S_ISREG(st.st_mode):
+        return f"is {kind(st.st_mode)}, not a regular file: the grader reads only regular files"
+    if st.st_nlink > 1 and st.st_nlink > names[st]:
+        return (f"is a hard link to a file with {st.st_nlink - names[st]} name(s) outside the "
+                "submissions: the grader reads only files handed in")
+    return None
+
+
+def _refuse_alike(found: dict[str, list[Path]], refused: dict[str, Outcome], known: set[str]) -> None:
+    """Move from ``found`` to ``refused`` every student whose id is one with another's, found
+    here or ``known`` to the course, once folded (``identity``): their folders, journals and
+    roster rows would be one, so none of them is graded rather than one for the other."""
+    for same in collisions([*found, *known]).values():
+        before = [s for s in same if s in known and s not in found]
+        why = (f"{shown_ids(same)} are one id to the grader (compared after NFKC and case folding"
+               + (f"; {shown_ids(before)} already in the course" if before else "")
+               + "): none of them is graded; rename all but one")
+        for student in same:
+            if student in found:
+                del found[student]
+                refused[student] = Outcome(student, "", False, reason=why)
 
 
 def read_timestamp(folder: Path) -> str | None:
@@ -140,7 +193,8 @@ def read_timestamp(folder: Path) -> str | None:
 
 
 def place_submission(source: Path, dest: Path, with_extras: bool) -> None:
-    """Copy a learner's file into ``submitted/`` unchanged (nbgrader's hashes depend on it).
+    """Copy a learner's file into ``submitted/`` unchanged (nbgrader's hashes depend on it),
+    read as ``open_handed_in`` reads it (no link, no wait, a regular file only).
 
     ``with_extras``: ``source`` sits in nbgrader's layout, whose ``timestamp.txt`` and
     submission secret come along (``NotHandedIn`` if one is a link or too large).
@@ -148,7 +202,8 @@ def place_submission(source: Path, dest: Path, with_extras: bool) -> None:
     if source.resolve() == dest.resolve():
         return
     dest.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(dest, source)
+    with open_handed_in(source) as f:
+        write_atomic(dest, f)
     for name in EXTRAS if with_extras else ():
         extra = source.parent / name
         if extra.exists() or extra.is_symlink():

@@ -29,15 +29,18 @@ import time
 from dataclasses import asdict
 from functools import cached_property
 from pathlib import Path
+from typing import BinaryIO
 
+from autograder.classroom.files import NotHandedIn, open_handed_in
 from autograder.classroom.jobs import Outcome
 from autograder.paths import SOLUTIONS
 
 
-def write_atomic(path: Path, data: bytes | str | Path) -> None:
+def write_atomic(path: Path, data: bytes | str | Path | BinaryIO) -> None:
     """Write ``path`` so that readers, and a rerun after a crash, see old or new, never half.
 
-    ``data``: what to write, or a file to copy (a megabyte at a time: a submission may be large).
+    ``data``: what to write, or a file (a path, or one open for reading) to copy, a megabyte at
+    a time: a submission may be large.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     draft = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.part")  # per thread
@@ -45,11 +48,23 @@ def write_atomic(path: Path, data: bytes | str | Path) -> None:
         if isinstance(data, Path):
             with data.open("rb") as source:
                 shutil.copyfileobj(source, f, 1 << 20)
+        elif hasattr(data, "read"):
+            shutil.copyfileobj(data, f, 1 << 20)
         else:
             f.write(data.encode() if isinstance(data, str) else data)
         f.flush()
         os.fsync(f.fileno())
     os.replace(draft, path)
+
+
+def _copy_extra(extra: Path, dest: Path) -> None:
+    """Copy a learner's other file to ``dest`` if it is a regular file of theirs alone: a link,
+    a pipe, a folder or a hard link is left out (it is no part of the feedback)."""
+    try:
+        with open_handed_in(extra, alone=True) as f:
+            write_atomic(dest, f)
+    except NotHandedIn:
+        pass
 
 
 RECORDED, JOURNALLED, NEW = "recorded", "journalled", "new"  # a submission's state, see state()
@@ -123,7 +138,8 @@ class Journal:
         The submission's other files in ``submitted/`` (``timestamp.txt``,
         ``submission_secret.txt``, which ``nbgrader release_feedback`` needs) go beside the
         autograded notebook and the feedback, as nbgrader's own commands do; links are not
-        followed (``release_feedback`` hands every ``.html`` there to the learner), and the
+        followed, and only regular files are copied (``release_feedback`` hands every ``.html``
+        there to the learner; ``_copy_extra``), and the
         notebook and the feedback are written last, over any file of the learner's so named.
         """
         submitted = self.course_root / "submitted" / outcome.student / self.assignment
@@ -133,8 +149,8 @@ class Journal:
             dest = self.course_root / folder / outcome.student / self.assignment
             dest.mkdir(parents=True, exist_ok=True)
             for extra in submitted.iterdir() if submitted.is_dir() else ():
-                if extra.is_file() and not extra.is_symlink() and extra.suffix != ".ipynb":
-                    write_atomic(dest / extra.name, extra.read_bytes())
+                if extra.suffix != ".ipynb":
+                    _copy_extra(extra, dest / extra.name)
             write_atomic(dest / name, text)
         _save_grades(self.course_root, self.assignment, stem, outcome, self.config)
         write_atomic(self.folder / f"{outcome.student}.done", outcome.digest)

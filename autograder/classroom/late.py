@@ -43,6 +43,7 @@ from nbgrader.utils import parse_utc
 from traitlets import Float
 
 from autograder.classroom.intake import NotHandedIn, read_timestamp
+from autograder.terminal import shown
 
 DAY = 86400.0  # seconds
 
@@ -99,7 +100,7 @@ class TrustedCollect(ExchangeCollect):
         record["forger"] = self._forger(record)
         if record["forger"]:
             self.log.error("%s: named for %s but made by %s; not collected",
-                           record["filename"], record["username"], record["forger"])
+                           shown(record["filename"], layout=False), record["username"], record["forger"])
         return record
 
     def _sort_by_timestamp(self, records):
@@ -134,4 +135,5 @@ class TrustedCollect(ExchangeCollect):
             return
         (Path(dest) / "timestamp.txt").write_text(stamp(trusted))
         self.log.warning("%s: its timestamp says %s, but its files last changed at %s UTC; "
-                         "collected with the later time", Path(src).name, claimed, trusted)
+                         "collected with the later time", shown(Path(src).name, layout=False),
+                         shown(claimed, layout=False), trusted)

@@ -11,6 +11,7 @@ import pytest
 
 from autograder.classroom.grade import grade_class
 from autograder.pipeline.course import new_course
+from autograder.terminal import shown
 from helpers import NOTEBOOKS, SOLUTIONS, mutant
 
 SOLUTION = SOLUTIONS / "00_start_here" / "start_here.ipynb"
@@ -51,6 +52,29 @@ def test_submit_a_renamed_copy_in_its_assignments_folder(tmp_path):
     proc = run_cli("submit", str(nb))
     assert proc.returncode == 0, proc.stderr
     assert "4 / 4" in proc.stdout and (folder / "start_here-Copy1_feedback.html").is_file()
+
+
+def test_learner_text_reaches_the_terminal_escaped(tmp_path):
+    """A learner's exception message and notebook file name were printed raw: ``ESC ] 0 ; ...
+    BEL`` retitled the terminal, ``ESC [ 2 J`` cleared it. Now each shows as its escape."""
+    folder = tmp_path / "00_start_here"
+    folder.mkdir()
+    raises = 'raise ValueError("\\x1b]0;pwned\\x07\\x1b[2J")\n    e = np.exp('
+    raising = mutant(SOLUTION, "warmup_softmax", "e = np.exp(", raises, tmp_path)
+    nb = folder / "start\x1b[31mhere\x07.ipynb"
+    shutil.copyfile(raising, nb)
+    proc = subprocess.run(CLI + ["submit", str(nb)], capture_output=True)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert b"pwned" in out and b"\\x1b[31mhere" in out
+    assert b"\x1b" not in out and b"\x07" not in out, out
+    assert b"\\x1b]0;pwned\\x07\\x1b[2J" in out
+
+
+def test_shown_escapes_controls_and_keeps_a_messages_lines():
+    assert shown("a\x1b[2Jb\x07\x9b\r\u202e\x00") == "a\\x1b[2Jb\\x07\\x9b\\r\\u202e\\x00"
+    assert shown("one\n\ttwo") == "one\n\ttwo" and shown("one\ntwo", layout=False) == "one\\ntwo"
+    assert shown("José ａ K") == "José ａ K"
 
 
 def test_submit_unknown_notebook_says_what_to_do(tmp_path):

@@ -9,11 +9,14 @@ into the course. None grades a notebook: these attacks act before grading or aft
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
 import sqlite3
+import stat
 import tempfile
+import threading
 import zipfile
 from pathlib import Path
 
@@ -40,8 +43,8 @@ def _put(path: Path, data: bytes = b"{}") -> Path:
 
 def _found(folder: Path) -> tuple[dict, dict]:
     """(student -> notebooks found, refused name -> reason) as ``autograder grade`` sees ``folder``."""
-    with unpacked(folder) as inside:
-        found, refused = find_submissions(inside, ASSIGNMENT, NAME)
+    with unpacked(folder) as (inside, skipped):
+        found, refused = find_submissions(inside, ASSIGNMENT, NAME, skipped=skipped)
         return ({s: [p.relative_to(inside).as_posix() for p in paths] for s, paths in found.items()},
                 {o.student: o.reason for o in refused})
 
@@ -120,6 +123,77 @@ def test_links_are_never_followed(tmp_path, monkeypatch):
         place_submission(folder / found["hal"][0], dest, with_extras=True)
     assert not dest.with_name("timestamp.txt").exists()
     assert not any(secret in p.read_bytes() for p in course.rglob("*") if p.is_file())
+
+
+def _intake(folder: Path, course: Path) -> tuple[dict, dict]:
+    """(student -> the file placed in ``course``'s submitted/, refused student -> reason): what
+    ``autograder grade`` takes in from ``folder``, in a thread that must end within 20 s."""
+    placed, refused, done = {}, {}, threading.Event()
+
+    def take_in():
+        with unpacked(folder) as (inside, skipped):
+            found, failed = find_submissions(inside, ASSIGNMENT, NAME, skipped=skipped)
+            refused.update({o.student: o.reason for o in failed})
+            for student, (path, *_) in found.items():
+                dest = course / "submitted" / student / ASSIGNMENT / NAME
+                try:
+                    place_submission(path, dest, with_extras=path.parent.name == ASSIGNMENT)
+                    placed[student] = dest
+                except OSError as err:
+                    refused[student] = str(err)
+        done.set()
+
+    threading.Thread(target=take_in, daemon=True).start()
+    if not done.wait(20):
+        for fifo in (p for p in folder.rglob("*") if p.is_fifo()):  # let the stuck thread go
+            with contextlib.suppress(OSError):  # ENXIO: no reader waits on that one
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("the intake waited on a file")
+    return placed, refused
+
+
+def test_only_regular_files_are_read_and_none_makes_the_intake_wait(tmp_path):
+    """A named pipe ``bo.ipynb`` stopped ``autograder grade`` for good (the copy waited for a
+    writer) and the learners after it were never graded; a hard link to a file outside the
+    folder (another name of the gradebook, say) was copied as the learner's. Each is refused
+    with what it is, and the others are taken in."""
+    course, folder, outside = tmp_path / "course", tmp_path / "class", tmp_path / "outside"
+    _put(folder / "ada.ipynb", RELEASE.read_bytes())
+    os.mkfifo(folder / "bo.ipynb")
+    (folder / "cy.ipynb").symlink_to(_put(outside / "secret.ipynb", b"secret"))
+    os.link(outside / "secret.ipynb", folder / "dee.ipynb")
+    (folder / "eve.ipynb").mkdir()
+    _put(folder / "fay" / "start_here.ipynb", RELEASE.read_bytes())
+    os.link(folder / "fay" / "start_here.ipynb", folder / "fay" / "copy.ipynb")  # both names inside: hers
+    os.mkfifo(_put(folder / "gus" / ASSIGNMENT / NAME, RELEASE.read_bytes()).with_name("timestamp.txt"))
+    _put(folder / "zed.ipynb", RELEASE.read_bytes())
+    placed, refused = _intake(folder, course)
+    assert sorted(placed) == ["ada", "fay", "zed"]
+    assert placed["ada"].read_bytes() == RELEASE.read_bytes()
+    assert sorted(refused) == ["bo", "cy", "dee", "eve", "gus"]
+    assert "named pipe" in refused["bo"] and "symbolic link" in refused["cy"]
+    assert "hard link" in refused["dee"] and "a folder" in refused["eve"]
+    assert "timestamp.txt is not a regular file" in refused["gus"]
+    assert not any(b"secret" in p.read_bytes() for p in course.rglob("*") if p.is_file())
+
+
+def test_a_zips_links_and_special_members_are_left_out_and_named(tmp_path):
+    """``zipfile`` wrote a member that is a symbolic link (its mode in ``external_attr``) as a
+    file holding the link's target, graded as the learner's notebook; likewise a pipe."""
+    zipped = tmp_path / "class.zip"
+    with zipfile.ZipFile(zipped, "w") as zf:
+        zf.writestr("ada.ipynb", RELEASE.read_bytes())
+        for name, mode in (("bo.ipynb", stat.S_IFLNK | 0o777), ("cy.ipynb", stat.S_IFIFO | 0o644),
+                           (f"dee/{ASSIGNMENT}/timestamp.txt", stat.S_IFLNK | 0o777)):
+            member = zipfile.ZipInfo(name)
+            member.external_attr = mode << 16
+            zf.writestr(member, "../../gradebook.db")
+        zf.writestr(f"dee/{ASSIGNMENT}/{NAME}", RELEASE.read_bytes())
+    found, refused = _found(zipped)
+    assert found == {"ada": ["ada.ipynb"]}
+    assert sorted(refused) == ["bo", "cy", "dee"]
+    assert "'bo.ipynb' is a symbolic link in the zip" in refused["bo"]
+    assert "named pipe" in refused["cy"] and "timestamp.txt" in refused["dee"]
 
 
 def _task_or_failure(tmp_path: Path, student: str, make_stamp) -> Task | Outcome:
@@ -251,3 +325,18 @@ def test_a_workers_answer_counts_only_for_its_task_and_within_the_points():
         kept = answer_to(task, outcome)
         assert (kept.student, kept.digest, kept.ok, kept.scores) == ("ada", "d1", False, {}), lie
         assert "not recorded" in kept.reason, (lie, kept.reason)
+
+
+def test_the_class_reports_show_learner_text_escaped(tmp_path):
+    """A reason quotes a learner's exception or file name, a roster row a learner's name: the
+    summary of ``grade`` (and ``regrade``) and the report of ``export`` printed them raw, so
+    ``ESC ] 0 ;...BEL`` retitled the instructor's terminal and a line break forged a row."""
+    from autograder.classroom.export import Export
+    from autograder.classroom.grade import Summary
+
+    attack = "\x1b]0;pwned\x07\x1b[2J\nada: graded 4/4"
+    summary = Summary(failed=[Outcome("bo", "", False, reason=f"grading failed: {attack}")])
+    export = Export(tmp_path / "out.csv", 0, unknown=["bo"], missing=[attack])
+    for report in (summary.report(), export.report()):
+        assert "\x1b" not in report and "\x07" not in report and "\\x1b]0;pwned\\x07" in report
+        assert not any(line.startswith("ada:") for line in report.splitlines())
