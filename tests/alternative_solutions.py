@@ -15,30 +15,16 @@ computes the exercise's answer is available.
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass
 
 from autograder.exercises import get
+from learner_code import LearnerCode
 
 
-@dataclass(frozen=True)
-class Alternative:
-    exercise: str  # exercise id, e.g. "attention.forward"
-    how: str       # how it differs from the instructor's solution, in words
-    source: str    # the whole solution cell as the learner would write it
-
-    @property
-    def notebook(self) -> str:
-        """The notebook's number, "00" .. "07"."""
-        return NOTEBOOK_OF_TOPIC[self.exercise.split(".", 1)[0]]
-
-
-NOTEBOOK_OF_TOPIC = {"warmup": "00", "lm": "01", "attention": "02", "positional": "03",
-                     "layernorm": "04", "encdec": "05", "gpt": "06", "scaling": "06",
-                     "flash": "07"}
-
-
-def _alt(exercise: str, how: str, source: str) -> Alternative:
-    return Alternative(exercise, how, textwrap.dedent(source).strip() + "\n")
+def _alt(exercise: str, how: str, source: str) -> LearnerCode:
+    """``how``: how it differs from the instructor's solution, in words; ``source``: the whole
+    solution cell as the learner would write it (dedented here)."""
+    return LearnerCode(exercise=exercise, what=(), how=how, source=textwrap.dedent(source).strip() + "\n",
+                       full_marks=True)
 
 
 # ===================================================================== 00 start here
@@ -851,7 +837,7 @@ N07 = [
         """),
 ]
 
-ALTERNATIVES: list[Alternative] = N00 + N01 + N02 + N03 + N04 + N05 + N06 + N07
+ALTERNATIVES: list[LearnerCode] = N00 + N01 + N02 + N03 + N04 + N05 + N06 + N07
 
 for _a in ALTERNATIVES:  # a typo in an id fails at import, not as a puzzling verdict
     get(_a.exercise)

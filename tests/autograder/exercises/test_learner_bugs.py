@@ -10,7 +10,8 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from learner_bugs import BUGS, NOTEBOOKS, notebook_of
+from learner_bugs import BUGS
+from learner_code import notebooks
 from solution_cells import edited, solution_source, verdict_with
 
 CLASSES = ("not caught", "named", "named wrongly", "pinpointed", "generic")
@@ -20,7 +21,7 @@ def verdict_or_error(bug):
     """The judge's verdict on the bug's edited notebook (graded cases, TEST_KEY), or why there
     is none (the edit does not apply, or the notebook's cells do not run)."""
     try:
-        return verdict_with(bug.exercise, edited(bug.exercise, bug.old, bug.new))
+        return verdict_with(bug.exercise, edited(bug.exercise, *bug.edit))
     except Exception as e:
         return f"{type(e).__name__}: {e}"
 
@@ -30,7 +31,7 @@ def verdicts():
     return {bug: verdict_or_error(bug) for bug in BUGS}
 
 
-# Messages reviewed by hand as correct diagnoses that the bank's blind ``expect`` words miss:
+# Messages reviewed by hand as correct diagnoses that the bank's blind ``names`` words miss:
 # each names an equivalent single change (keeping the worst candidates is a minus sign missing
 # from a descending sort). The fragment must still be in the message, so a changed message
 # needs a new review. A fix of the learner's own line (``autograder.kernel.repair``) needs none: it
@@ -53,10 +54,11 @@ LOSE_POINTS, NAMED = 0.98, 0.90
 
 def edited_lines(bug) -> set[str]:
     """The lines of the learner's cell that the bug's edit wrote (stripped)."""
-    source = edited(bug.exercise, bug.old, bug.new)
-    start = solution_source(bug.exercise).index(bug.old)  # where the edit is (``old`` occurs once)
+    old, new = bug.edit
+    source = edited(bug.exercise, old, new)
+    start = solution_source(bug.exercise).index(old)  # where the edit is (``old`` occurs once)
     first = source.rfind("\n", 0, start) + 1
-    last = source.find("\n", start + len(bug.new))
+    last = source.find("\n", start + len(new))
     return {line.strip() for line in source[first:None if last < 0 else last].splitlines()}
 
 
@@ -67,17 +69,17 @@ def classify(bug, verdict) -> str:
         text = " ".join(verdict.messages)
         if verdict.lines:  # an edit of the learner's line that makes every case match: is it the bug's line?
             return "named" if set(verdict.lines) & edited_lines(bug) else "named wrongly"
-        if any(word.lower() in text.lower() for word in bug.expect):
+        if any(word.lower() in text.lower() for word in bug.names[0]):
             return "named"
-        return "named" if bug.bug in REVIEWED and REVIEWED[bug.bug] in text else "named wrongly"
+        return "named" if bug.what[0] in REVIEWED and REVIEWED[bug.what[0]] in text else "named wrongly"
     return "pinpointed" if verdict.kind == "pinpoint" else "generic"
 
 
 def test_every_bug_applies_and_is_not_a_listed_mistake(verdicts):
     assert len(set(BUGS)) == len(BUGS), "a bug is in the bank twice"
-    broken = [f"{b.exercise}: {b.bug}: {v}" for b, v in verdicts.items() if isinstance(v, str)]
+    broken = [f"{b.exercise}: {b.what[0]}: {v}" for b, v in verdicts.items() if isinstance(v, str)]
     assert not broken, "edits that do not apply or run:\n  " + "\n  ".join(broken)
-    listed = [f"{b.exercise}: {b.bug}" for b, v in verdicts.items() if v.kind == "listed"]
+    listed = [f"{b.exercise}: {b.what[0]}" for b, v in verdicts.items() if v.kind == "listed"]
     assert not listed, "registered mistakes, not bugs for the bank:\n  " + "\n  ".join(listed)
 
 
@@ -87,8 +89,8 @@ def test_report(verdicts):
     members = defaultdict(list)
     for bug, verdict in verdicts.items():
         cls = classify(bug, verdict)
-        table[notebook_of(bug.exercise)][cls] += 1
-        members[cls].append(f"[{notebook_of(bug.exercise)}] {bug.exercise}: {bug.bug}\n"
+        table[bug.notebook][cls] += 1
+        members[cls].append(f"[{bug.notebook}] {bug.exercise}: {bug.what[0]}\n"
                             f"      {' | '.join(verdict.messages)[:200]}")
     total = sum(table.values(), Counter())
     print("\nnotebook " + "".join(f"{c:>15}" for c in CLASSES) + f"{'bugs':>8}")
@@ -98,7 +100,7 @@ def test_report(verdicts):
     for cls in CLASSES:
         print(f"\n{cls} ({len(members[cls])}):", *members[cls], sep="\n  ")
 
-    for notebook in NOTEBOOKS:
+    for notebook in notebooks():
         assert sum(table[notebook].values()) >= 11, f"notebook {notebook} has fewer than 11 bugs"
     assert len(BUGS) >= 88
     assert total["named wrongly"] == 0, members["named wrongly"]

@@ -8,42 +8,39 @@ verdict_with``, on the graded cases, or the check cell's public ones where that 
 went wrong) and held to what a right diagnosis must say and what it must not.
 """
 import textwrap
-from dataclasses import dataclass
 
 import pytest
 
+from learner_code import LearnerCode
 from solution_cells import verdict_with
 
 
-@dataclass(frozen=True)
-class Cell:
-    exercise: str
-    what: str
-    source: str
-    says: tuple[str, ...] = ()      # each must be in the messages
-    never: tuple[str, ...] = ()     # none may be
-    public: bool = False            # the check cell's cases instead of the graded ones
-    full_marks: bool = False        # right values, told something all the same
+def _cell(exercise: str, what: str, source: str, says: tuple[str, ...] = (), never: tuple[str, ...] = (),
+          public: bool = False, full_marks: bool = False) -> LearnerCode:
+    """``says``: each must be in the messages; ``never``: none may be; ``public``: the check cell's
+    cases instead of the graded ones; ``full_marks``: right values, told something all the same."""
+    return LearnerCode(exercise=exercise, what=(what,), source=textwrap.dedent(source), says=says,
+                       never=never, public=public, full_marks=full_marks)
 
 
 CELLS = [
-    Cell("warmup.softmax", "no max-subtraction and the sum always over the last axis", """
+    _cell("warmup.softmax", "no max-subtraction and the sum always over the last axis", """
         def softmax(z, axis=-1):
             e = np.exp(z)
             return e / e.sum(axis=-1, keepdims=True)
         """, says=("-1 in place of `axis`", "NaN"), never=("+ 1",)),
-    Cell("lm.roll_die", "argmax(cdf > u) gives face 0 when u rounds above the last cdf", """
+    _cell("lm.roll_die", "argmax(cdf > u) gives face 0 when u rounds above the last cdf", """
         def roll_die(weights, u):
             cdf = np.cumsum(weights, axis=1) / weights.sum(axis=1, keepdims=True)
             return np.argmax(cdf > u[:, None], axis=1)
         """, says=("u just below 1",), never=("argmax instead of sampling", "all zeros"), public=True),
-    Cell("lm.roll_die", "no clip to the last face", """
+    _cell("lm.roll_die", "no clip to the last face", """
         def roll_die(weights, u):
             p = weights / weights.sum(axis=1, keepdims=True)
             cdf = np.cumsum(p, axis=1)
             return (cdf <= u[:, None]).sum(axis=1)
         """, says=("u just below 1",), never=("numbered from 1", "left out"), public=True),
-    Cell("attention.forward", "masked scores filled with finfo.min: uniform weights for a fully masked query", """
+    _cell("attention.forward", "masked scores filled with finfo.min: uniform weights for a fully masked query", """
         def attention_forward(Q, K, V, mask=None):
             S = np.matmul(Q, np.swapaxes(K, -1, -2)) / np.sqrt(Q.shape[-1])
             if mask is not None:
@@ -52,14 +49,14 @@ CELLS = [
             A = np.exp(S) / np.exp(S).sum(axis=-1, keepdims=True)
             return A @ V, A
         """, says=("fully masked query gets uniform weights",), never=("multiplying",), public=True),
-    Cell("encdec.masks", "float 0/1 masks of the right shapes", """
+    _cell("encdec.masks", "float 0/1 masks of the right shapes", """
         def attention_masks(src, tgt_in, pad_id=0):
             s = (src != pad_id).astype(float)[:, None, None, :]
             T = tgt_in.shape[1]
             dec = np.tril(np.ones((T, T))) * (tgt_in != pad_id)[:, None, None, :]
             return s, s, dec
         """, says=("holds the right numbers", "dtype=bool"), never=("shapes wrong",)),
-    Cell("attention.backward", "dA transposed, swapped back only where the shapes differ", """
+    _cell("attention.backward", "dA transposed, swapped back only where the shapes differ", """
         def attention_backward(dout, Q, K, V, A):
             dA = V @ np.swapaxes(dout, -1, -2)
             dA = np.swapaxes(dA, -1, -2) if dA.shape[-1] != A.shape[-1] else dA
@@ -67,7 +64,7 @@ CELLS = [
             scale = 1.0 / np.sqrt(Q.shape[-1])
             return dS @ K * scale, np.swapaxes(dS, -1, -2) @ Q * scale, np.swapaxes(A, -1, -2) @ dout
         """, says=("`dout` and `V` swapped",), never=("K.shape",)),
-    Cell("positional.rotation", "the lower -sin of each block never written", """
+    _cell("positional.rotation", "the lower -sin of each block never written", """
         def rotation_matrix(tau, d_model):
             theta = tau / 10000 ** (2 * np.arange(d_model // 2) / d_model)
             A = np.zeros((d_model, d_model))
@@ -77,7 +74,7 @@ CELLS = [
             A[e, e + 1] = np.sin(theta)
             return A
         """, never=("one variable",)),
-    Cell("gpt.kv_step", "the cache never filled: each token attends to itself", """
+    _cell("gpt.kv_step", "the cache never filled: each token attends to itself", """
         def gpt_step(token, pos, cache, params, n_heads):
             x = params["W_E"][token][:, None, :] + params["W_P"][pos]
             for layer, p in enumerate(params["blocks"]):
@@ -94,14 +91,14 @@ CELLS = [
             x = layernorm_forward(x, *params["norm_f"])[0]
             return (x @ params["W_E"].T)[:, 0]
         """, says=("the cache never keeps",), never=("one variable", "mha forward")),
-    Cell("layernorm.ffn", "einsum reading W1 as (out, in)", """
+    _cell("layernorm.ffn", "einsum reading W1 as (out, in)", """
         def ffn_forward(x, W1, b1, W2, b2):
             h = np.einsum("...i,ji->...j", x, W1) + b1
             h = np.maximum(h, 0)
             out = np.einsum("...j,jk->...k", h, W2) + b2
             return out, (x, h)
         """, says=("einsum",), never=("matmul",)),
-    Cell("attention.forward", "the maximum over every finite score of the array", """
+    _cell("attention.forward", "the maximum over every finite score of the array", """
         def attention_forward(Q, K, V, mask=None):
             S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
             if mask is not None:
@@ -111,25 +108,25 @@ CELLS = [
             A = e / np.where(total == 0, 1.0, total)
             return A @ V, A
         """, says=("every entry",), public=True),
-    Cell("lm.perplexity", "the log of the product of the probabilities", """
+    _cell("lm.perplexity", "the log of the product of the probabilities", """
         def perplexity(probs, targets):
             p = probs[np.arange(len(targets)), targets]
             nll = -np.log(np.prod(p)) / len(targets)
             return np.exp(nll), nll / np.log(2)
         """, says=("a long text",), public=True),
-    Cell("warmup.softmax", "the log-softmax returned", """
+    _cell("warmup.softmax", "the log-softmax returned", """
         def softmax(z, axis=-1):
             m = np.max(z, axis=axis, keepdims=True)
             return z - m - np.log(np.sum(np.exp(z - m), axis=axis, keepdims=True))
         """, says=("the log of the softmax returned",)),
-    Cell("attention.backward", "the diagonal of the softmax Jacobian only", """
+    _cell("attention.backward", "the diagonal of the softmax Jacobian only", """
         def attention_backward(dout, Q, K, V, A):
             dA = dout @ np.swapaxes(V, -1, -2)
             dS = dA * A * (1 - A)
             scale = 1.0 / np.sqrt(Q.shape[-1])
             return dS @ K * scale, np.swapaxes(dS, -1, -2) @ Q * scale, np.swapaxes(A, -1, -2) @ dout
         """, says=("only the diagonal of the softmax Jacobian",)),
-    Cell("attention.forward", "the boolean mask added to the scores", """
+    _cell("attention.forward", "the boolean mask added to the scores", """
         def attention_forward(Q, K, V, mask=None):
             S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
             if mask is not None:
@@ -138,7 +135,7 @@ CELLS = [
             A = e / e.sum(axis=-1, keepdims=True)
             return A @ V, A
         """, says=("the boolean mask added to the scores",)),
-    Cell("flash.backward", "the tiles' causal mask top-left, the key loop's stop right", """
+    _cell("flash.backward", "the tiles' causal mask top-left, the key loop's stop right", """
         def flash_backward(dout, Q, K, V, out, lse, causal=False, block_q=16, block_k=16):
             T_q, T_k = Q.shape[-2], K.shape[-2]
             scale = 1.0 / np.sqrt(Q.shape[-1])
@@ -163,7 +160,7 @@ CELLS = [
                     dK[..., k0:k0 + block_k, :] += np.swapaxes(dS, -1, -2) @ Qi * scale
             return dQ, dK, dV
         """, says=("causal mask aligned top-left",)),
-    Cell("flash.online_softmax", "one block too many when block_k divides T_k", """
+    _cell("flash.online_softmax", "one block too many when block_k divides T_k", """
         def online_softmax_stats(s, block_k):
             T = s.shape[-1]
             m = np.full(s.shape[:-1], -np.inf); l = np.zeros(s.shape[:-1])
@@ -179,7 +176,7 @@ CELLS = [
                 M.append(m); L.append(l)
             return np.stack(M, -1), np.stack(L, -1)
         """, says=("off by one",), never=("stats reference",)),
-    Cell("positional.rope", "the frequencies' exponent i/d, the 2 forgotten", """
+    _cell("positional.rope", "the frequencies' exponent i/d, the 2 forgotten", """
         def apply_rope(x, positions):
             d = x.shape[-1]
             omega = 10000.0 ** (-np.arange(d // 2) / d)
@@ -190,7 +187,7 @@ CELLS = [
             out[..., 1::2] = x[..., ::2] * s + x[..., 1::2] * c
             return out
         """, says=("`-1.0` where `-2.0` belongs",), never=("omega *", "theta =")),
-    Cell("encdec.bpe_merges", "each chunk merged from the right", """
+    _cell("encdec.bpe_merges", "each chunk merged from the right", """
         def _merge_rtl(word, pair, new_id):
             out, i = [], len(word) - 1
             while i >= 0:
@@ -215,7 +212,7 @@ CELLS = [
                 words = [_merge_rtl(word, best, new_id) for word in words]
             return np.array(merges, dtype=np.int64).reshape(-1, 2)
         """, says=("chunks merged from the right",), never=("wrong order",), public=True),
-    Cell("encdec.masks", "padded queries hidden as well as padded keys", """
+    _cell("encdec.masks", "padded queries hidden as well as padded keys", """
         def attention_masks(src, tgt_in, pad_id=0):
             enc = (src != pad_id)[:, None, None, :]
             T = tgt_in.shape[1]
@@ -224,7 +221,7 @@ CELLS = [
             dec = real[:, None, :, None] & real[:, None, None, :] & causal
             return enc, enc, dec
         """, says=("`real[:, None, None, :]` in place of `real[:, None, :, None]`",), never=(" | ",)),
-    Cell("encdec.beam_search", "the model called once per beam", """
+    _cell("encdec.beam_search", "the model called once per beam", """
         def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
             live, finished = [([bos], 0.0)], []
             for _ in range(max_len):
@@ -242,7 +239,7 @@ CELLS = [
             k = int(np.argmax(norm))
             return np.asarray(pool[k][0], dtype=np.int64), float(norm[k])
         """, says=("one call per step",)),
-    Cell("encdec.beam_search", "once per beam, through the model behind the kernel's counter", """
+    _cell("encdec.beam_search", "once per beam, through the model behind the kernel's counter", """
         def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
             inner = [c.cell_contents for c in next_log_probs.__closure__ or () if callable(c.cell_contents)]
             model = inner[0] if inner else next_log_probs  # the kernel's counter wraps the table
@@ -261,7 +258,7 @@ CELLS = [
             k = int(np.argmax([sc for _, sc in pool]))
             return pool[k][0].astype(np.int64), float(pool[k][1])
         """, says=("run again alone in a fresh process", "one call per step")),
-    Cell("attention.numerical_gradient", "perturbed copies of x, which an f that reads x itself never sees", """
+    _cell("attention.numerical_gradient", "perturbed copies of x, which an f that reads x itself never sees", """
         def numerical_gradient(f, x, eps=1e-6):
             grad = np.zeros(x.shape)
             for i in np.ndindex(*x.shape):
@@ -270,7 +267,7 @@ CELLS = [
                 grad[i] = (f(x + step) - f(x - step)) / (2 * eps)
             return grad
         """, says=("copies of x changed, not x itself", "lambda _:")),
-    Cell("encdec.greedy", "the tokens returned as a Python list where the text promises an (L,) int array", """
+    _cell("encdec.greedy", "the tokens returned as a Python list where the text promises an (L,) int array", """
         def greedy_decode(next_log_probs, bos=1, eos=2, max_len=10):
             tokens = [bos]
             for _ in range(max_len):
@@ -279,14 +276,14 @@ CELLS = [
                     break
             return tokens[1:]
         """, says=("`tokens` holds the right numbers, but as a Python list", "np.array(")),
-    Cell("lm.count_ngrams", "nested Python lists where the text promises an int array", """
+    _cell("lm.count_ngrams", "nested Python lists where the text promises an int array", """
         def count_ngrams(idx, n, vocab_size):
             counts = np.zeros((vocab_size,) * n, dtype=np.int64)
             for i in range(len(idx) - n + 1):
                 counts[tuple(idx[i:i + n])] += 1
             return counts.tolist()
         """, says=("as a Python list",)),
-    Cell("encdec.greedy", "raises MemoryError of its own when run alone, where no memory limit is set", """
+    _cell("encdec.greedy", "raises MemoryError of its own when run alone, where no memory limit is set", """
         import sys
 
         def greedy_decode(next_log_probs, bos=1, eos=2, max_len=10):
@@ -299,7 +296,7 @@ CELLS = [
                     break
             return np.array(tokens[1:], dtype=np.int64)
         """, says=("right in your notebook, but run again alone", "MemoryError"), never=("memory",)),
-    Cell("layernorm.backward", "sums where the derivation has means", """
+    _cell("layernorm.backward", "sums where the derivation has means", """
         def layernorm_backward(dout, cache):
             x_hat, var, eps, gamma = cache
             s = 1.0 / np.sqrt(var + eps)
@@ -308,12 +305,12 @@ CELLS = [
             dx = s * (g - g.sum(-1, keepdims=True) - x_hat * (g * x_hat).sum(-1, keepdims=True))
             return dx, (dout * x_hat).sum(axes), dout.sum(axes)
         """, says=("the 1/d_model left out",)),
-    Cell("layernorm.pre_ln", "the sublayer's output normalised", """
+    _cell("layernorm.pre_ln", "the sublayer's output normalised", """
         def pre_ln_block(x, W1, b1, W2, b2, gamma, beta):
             f = ffn_forward(x, W1, b1, W2, b2)[0]
             return x + layernorm_forward(f, gamma, beta)[0]
         """, says=("norm applied to the sublayer output instead of its input",)),
-    Cell("lm.rnn_backward", "the time loop run forwards", """
+    _cell("lm.rnn_backward", "the time loop run forwards", """
         def rnn_backward(dh, cache):
             x, h0, Wxh, Whh, h = cache
             dx = np.zeros_like(x)
@@ -329,7 +326,7 @@ CELLS = [
                 dnext = da @ Whh.T
             return dx, dnext, dWxh, dWhh, db
         """, says=("the loop runs forward in time",)),
-    Cell("positional.sinusoidal", "positions 1 .. T in place of the ones given", """
+    _cell("positional.sinusoidal", "positions 1 .. T in place of the ones given", """
         def sinusoidal_encoding(positions, d_model):
             T = len(positions)
             t = np.arange(1, T + 1)[:, None]
@@ -339,20 +336,20 @@ CELLS = [
             P[:, 1::2] = np.cos(t * omega)
             return P
         """, says=("positions ignored (counted 1 .. T)",)),
-    Cell("encdec.decoder_block", "the third norm left out", """
+    _cell("encdec.decoder_block", "the third norm left out", """
         def decoder_block(y, memory, p, n_heads, self_mask=None, cross_mask=None):
             y = layernorm_forward(y + mha_forward(y, y, *p["self_attn"], n_heads, self_mask)[0], *p["norm1"])[0]
             y = layernorm_forward(y + mha_forward(y, memory, *p["cross_attn"], n_heads, cross_mask)[0], *p["norm2"])[0]
             return y + ffn_forward(y, *p["ffn"])[0]
         """, says=("the third norm left out",)),
-    Cell("lm.count_ngrams", "fancy-index += 1, which counts a repeated n-gram once", """
+    _cell("lm.count_ngrams", "fancy-index += 1, which counts a repeated n-gram once", """
         def count_ngrams(idx, n, vocab_size):
             windows = np.lib.stride_tricks.sliding_window_view(np.asarray(idx), n)
             counts = np.zeros((vocab_size,) * n, dtype=int)
             counts[tuple(windows.T)] += 1
             return counts
         """, says=("np.add.at",)),
-    Cell("encdec.beam_search", "each beam extended by its own best token only (no branching)", """
+    _cell("encdec.beam_search", "each beam extended by its own best token only (no branching)", """
         def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
             lp0 = next_log_probs(np.array([[bos]]))[0]
             first = np.argsort(-lp0, kind="stable")[:beam_size]
@@ -376,7 +373,7 @@ CELLS = [
             k = int(np.argmax(norm))
             return pool[k][0], float(norm[k])
         """, never=("one variable",), public=True),
-    Cell("encdec.beam_search", "a tie goes to the output that finished last (>=)", """
+    _cell("encdec.beam_search", "a tie goes to the output that finished last (>=)", """
         def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
             beams, scores = np.full((1, 1), bos, dtype=np.int64), np.zeros(1)
             finished = []
@@ -400,7 +397,7 @@ CELLS = [
                     best, best_tok = v, tk
             return best_tok, float(best)
         """, says=("`v > best` in place of `v >= best`",), public=True),
-    Cell("scaling.memory", "Adam's moments in the working precision", """
+    _cell("scaling.memory", "Adam's moments in the working precision", """
         def training_memory(n_params, bytes_per_param, master_weights):
             w = g = n_params * bytes_per_param
             m = 4 * n_params if master_weights else 0
@@ -409,12 +406,12 @@ CELLS = [
         """, says=("working precision",), never=("only one Adam state",)),
     # a second audit (session 12): the learner's own fixes the search lacked, and inputs changed in place
     # issue 41's wrong claims: the max added is no "missing" max; -inf from a start never updated
-    Cell("warmup.softmax", "the maximum added before exp, not subtracted", """
+    _cell("warmup.softmax", "the maximum added before exp, not subtracted", """
         def softmax(z, axis=-1):
             e = np.exp(z + z.max(axis=axis, keepdims=True))
             return e / e.sum(axis=axis, keepdims=True)
         """, says=("(or the maximum added)", "adding it overflows")),
-    Cell("flash.online_softmax", "the statistics recorded one block early", """
+    _cell("flash.online_softmax", "the statistics recorded one block early", """
         def online_softmax_stats(s, block_k):
             T = s.shape[-1]
             m = np.full(s.shape[:-1], -np.inf); l = np.zeros(s.shape[:-1])
@@ -428,21 +425,21 @@ CELLS = [
             return np.stack(M, -1), np.stack(L, -1)
         """, says=("-inf where the reference is finite", "starting -inf"),
         never=("overflow", "division by zero", "NaN")),
-    Cell("warmup.softmax", "works in place on its input", """
+    _cell("warmup.softmax", "works in place on its input", """
         def softmax(z, axis=-1):
             z -= z.max(axis=axis, keepdims=True)
             np.exp(z, out=z)
             z /= z.sum(axis=axis, keepdims=True)
             return z
         """, says=("`softmax` changes its input `z` in place", "right outputs but change an input")),
-    Cell("layernorm.forward", "x -= mu on the caller's array", """
+    _cell("layernorm.forward", "x -= mu on the caller's array", """
         def layernorm_forward(x, gamma, beta, eps=1e-5):
             x -= x.mean(axis=-1, keepdims=True)
             var = (x ** 2).mean(axis=-1, keepdims=True)
             x_hat = x / np.sqrt(var + eps)
             return gamma * x_hat + beta, (x_hat, var, eps, gamma)
         """, says=("changes its input `x` in place", "0 of ")),
-    Cell("layernorm.pre_ln", "a right block over a layernorm_forward that centres x in place", """
+    _cell("layernorm.pre_ln", "a right block over a layernorm_forward that centres x in place", """
         def layernorm_forward(x, gamma, beta, eps=1e-5):
             x -= x.mean(axis=-1, keepdims=True)
             var = (x ** 2).mean(axis=-1, keepdims=True)
@@ -454,7 +451,7 @@ CELLS = [
             h = layernorm_forward(x, gamma, beta)[0]
             return x + ffn_forward(h, W1, b1, W2, b2)[0]
         """, says=("changes its input `x` in place", "`layernorm_forward`")),
-    Cell("positional.rope", "rotates in place: the odd entries read the rotated even ones", """
+    _cell("positional.rope", "rotates in place: the odd entries read the rotated even ones", """
         def apply_rope(x, positions):
             d = x.shape[-1]
             omega = 1.0 / 10000 ** (2 * np.arange(d // 2) / d)
@@ -464,7 +461,7 @@ CELLS = [
             x[..., 1::2] = s * x[..., 0::2] + c * x[..., 1::2]
             return x
         """, says=("changes its input `x` in place",)),
-    Cell("positional.rope", "exponent i/d for 2i/d: squaring freq must not be the fix", """
+    _cell("positional.rope", "exponent i/d for 2i/d: squaring freq must not be the fix", """
         def apply_rope(x, positions):
             d = x.shape[-1]
             freq = 1.0 / 10000 ** (np.arange(d // 2) / d)
@@ -474,7 +471,7 @@ CELLS = [
             rot_b = a * np.sin(theta) + b * np.cos(theta)
             return np.stack([rot_a, rot_b], axis=-1).reshape(rot_a.shape[:-1] + (d,))
         """, never=("* freq` in place of",)),
-    Cell("lm.rnn_backward", "tanh applied to h again in the derivative", """
+    _cell("lm.rnn_backward", "tanh applied to h again in the derivative", """
         def rnn_backward(dh, cache):
             x, h0, Wxh, Whh, h = cache
             B, T, D = x.shape
@@ -492,7 +489,7 @@ CELLS = [
                 carry = da @ Whh.T
             return dx, carry, dWxh, dWhh, db
         """, says=("`h[:, t]` in place of `np.tanh(h[:, t])`",)),
-    Cell("lm.lstm_cell", "np.split without an axis cuts the batch", """
+    _cell("lm.lstm_cell", "np.split without an axis cuts the batch", """
         def lstm_cell_forward(x, h_prev, c_prev, W, b):
             z = np.concatenate([h_prev, x], axis=1) @ W + b
             zi, zf, zo, zc = np.split(z, 4)
@@ -501,7 +498,7 @@ CELLS = [
             h = sig(zo) * np.tanh(c)
             return h, c
         """, says=("`zi, zf, zo, zc = np.split(z, 4)`", "axis=")),
-    Cell("attention.multi_head", "a head axis added to the mask, which already broadcasts", """
+    _cell("attention.multi_head", "a head axis added to the mask, which already broadcasts", """
         def multi_head_attention(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
             if mask is not None:
                 mask = mask[:, None]
@@ -512,18 +509,18 @@ CELLS = [
             heads = heads.transpose(0, 2, 1, 3)
             return heads.reshape(*heads.shape[:2], -1) @ W_o, A
         """, says=("With `mask` in place of `mask[:, None]`",)),
-    Cell("layernorm.ffn", "leaky ReLU", """
+    _cell("layernorm.ffn", "leaky ReLU", """
         def ffn_forward(x, W1, b1, W2, b2):
             a = x @ W1 + b1
             h = np.where(a > 0, a, 0.01 * a)
             return h @ W2 + b2, (x, a, h)
         """, says=("`h = np.where(a > 0, a, 0.01 * a)`",)),
-    Cell("layernorm.post_ln", "ffn_forward's (out, cache) added to x", """
+    _cell("layernorm.post_ln", "ffn_forward's (out, cache) added to x", """
         def post_ln_block(x, W1, b1, W2, b2, gamma, beta):
             y = x + ffn_forward(x, W1, b1, W2, b2)
             return layernorm_forward(y, gamma, beta)[0]
         """, says=("`ffn_forward(x, W1, b1, W2, b2)[0]` in place of",)),
-    Cell("scaling.param_count", "the output matrix added when tied", """
+    _cell("scaling.param_count", "the output matrix added when tied", """
         def param_count(n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff, tied):
             d = d_model
             block = (4 * d * d + 4 * d) + (2 * d * d_ff + d_ff + d) + 4 * d
@@ -532,7 +529,7 @@ CELLS = [
                 n += vocab_size * d
             return n
         """, says=("`not tied` in place of `tied`",)),
-    Cell("flash.forward", "the key loop stops before the last, shorter block", """
+    _cell("flash.forward", "the key loop stops before the last, shorter block", """
         def flash_forward(Q, K, V, causal=False, block_q=16, block_k=16):
             Tq, Tk, dk = Q.shape[-2], K.shape[-2], Q.shape[-1]
             lead = Q.shape[:-2]
@@ -563,7 +560,7 @@ CELLS = [
                     lse[..., i:i + r] = m + np.log(l)
             return out, lse
         """, says=("With `range(0, Tk, block_k)` in place of `range(0, Tk - block_k + 1, block_k)`",)),
-    Cell('encdec.bpe_merges', 'empty merges as np.array([]): shape (0,), float', """
+    _cell('encdec.bpe_merges', 'empty merges as np.array([]): shape (0,), float', """
         def merge_pair(word, pair, new_id):
             '''Given: word (a sequence of ids) -> list of ids, with every occurrence of pair, scanned
             left to right, replaced by new_id.'''
@@ -592,14 +589,14 @@ CELLS = [
                     words = [merge_pair(word, best, first_id + i) for word in words]
             return np.array(merges)
         """, says=('no pair at all',)),
-    Cell('encdec.shift_right', "shifted within the target's own length", """
+    _cell('encdec.shift_right', "shifted within the target's own length", """
         def decoder_input_and_target(target_ids, bos=1, eos=2):
             y = np.asarray(target_ids)
             tgt_in = np.concatenate([[bos], y[:-1]])
             tgt_out = y.copy()
             return tgt_in, tgt_out
         """, says=("shifted within the target's own length",)),
-    Cell('encdec.decoder_block', 'cross-attention from the decoder, no mask', """
+    _cell('encdec.decoder_block', 'cross-attention from the decoder, no mask', """
         def decoder_block(y, memory, p, n_heads, self_mask=None, cross_mask=None):
             sa = mha_forward(y, y, *p["self_attn"], n_heads, self_mask)[0]
             y = layernorm_forward(y + sa, *p["norm1"])[0]
@@ -607,7 +604,7 @@ CELLS = [
             y = layernorm_forward(y + ca, *p["norm2"])[0]
             return layernorm_forward(y + ffn_forward(y, *p["ffn"])[0], *p["norm3"])[0]
         """, says=('cross-attention keys/values taken from the decoder',)),
-    Cell('encdec.beam_search', 'probabilities multiplied', """
+    _cell('encdec.beam_search', 'probabilities multiplied', """
         def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
             beams, probs = np.full((1, 1), bos, dtype=np.int64), np.ones(1)
             finished = []
@@ -626,7 +623,7 @@ CELLS = [
             best = int(np.argmax(normalised))
             return pool[best][0], float(normalised[best])
         """, says=('products of probabilities',)),
-    Cell('encdec.beam_search', 'candidate ties to the largest (beam, token)', """
+    _cell('encdec.beam_search', 'candidate ties to the largest (beam, token)', """
         def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
             live = [((bos,), 0.0)]
             finished = []
@@ -649,7 +646,7 @@ CELLS = [
             k = int(np.argmax(normed))
             return np.array(pool[k][0][1:], dtype=np.int64), float(normed[k])
         """, says=("a tie between candidates at the beam's cut",)),
-    Cell('gpt.block', 'own attention, scores not scaled', """
+    _cell('gpt.block', 'own attention, scores not scaled', """
         def gpt_block(x, p, n_heads):
             B, T, d = x.shape
             W_q, W_k, W_v, W_o = p["attn"]
@@ -663,7 +660,7 @@ CELLS = [
             x = x + o @ W_o
             return x + ffn_forward(layernorm_forward(x, *p["norm2"])[0], *p["ffn"])[0]
         """, says=('attention scores not scaled',)),
-    Cell('gpt.kv_step', 'keys and values from x', """
+    _cell('gpt.kv_step', 'keys and values from x', """
         def gpt_step(token, pos, cache, params, n_heads):
             x = params["W_E"][token][:, None, :] + params["W_P"][pos]
             for layer, p in enumerate(params["blocks"]):
@@ -679,7 +676,7 @@ CELLS = [
             x = layernorm_forward(x, *params["norm_f"])[0]
             return (x @ params["W_E"].T)[:, 0]
         """, says=("keys and values from the block's input",)),
-    Cell('gpt.kv_step', 'attends to the old cache, its own key only at the first step', """
+    _cell('gpt.kv_step', 'attends to the old cache, its own key only at the first step', """
         def gpt_step(token, pos, cache, params, n_heads):
             x = params["W_E"][token][:, None, :] + params["W_P"][pos]
             for layer, p in enumerate(params["blocks"]):
@@ -697,7 +694,7 @@ CELLS = [
             x = layernorm_forward(x, *params["norm_f"])[0]
             return (x @ params["W_E"].T)[:, 0]
         """, says=('cache updated after attending',)),
-    Cell('flash.online_softmax', 'each block exponentiated against the old maximum', """
+    _cell('flash.online_softmax', 'each block exponentiated against the old maximum', """
         def online_softmax_stats(s, block_k):
             m = np.full(s.shape[:-1], -np.inf)
             l = np.zeros(s.shape[:-1])
@@ -713,12 +710,12 @@ CELLS = [
                 out_m.append(m); out_l.append(l)
             return np.stack(out_m, -1), np.stack(out_l, -1)
         """, says=('a later block 1000 above the first',)),
-    Cell('encdec.embed', 'the positions scaled', """
+    _cell('encdec.embed', 'the positions scaled', """
         def embed(ids, W_E, P):
             T = ids.shape[1]
             return W_E[ids] + P[:T] * np.sqrt(W_E.shape[1])
         """, says=('positions scaled instead of the token embedding',)),
-    Cell('gpt.block', 'LN_1 and LN_2 swapped', """
+    _cell('gpt.block', 'LN_1 and LN_2 swapped', """
         def gpt_block(x, p, n_heads):
             mask = causal_mask(x.shape[1])
             h = layernorm_forward(x, *p["norm2"])[0]
@@ -726,7 +723,7 @@ CELLS = [
             h = layernorm_forward(x, *p["norm1"])[0]
             return x + ffn_forward(h, *p["ffn"])[0]
         """, says=('the two layer norms swapped',)),
-    Cell("gpt.forward", "notebook 05's sqrt(d_model) kept, and no final norm", """
+    _cell("gpt.forward", "notebook 05's sqrt(d_model) kept, and no final norm", """
         def gpt_forward(idx, params, n_heads):
             T = idx.shape[1]
             d = params["W_E"].shape[1]
@@ -735,7 +732,7 @@ CELLS = [
                 x = gpt_block(x, p, n_heads)
             return x @ params["W_E"].T
         """, says=("two mistakes at once", "embedding scaled by sqrt(d_model)", "final layer norm missing")),
-    Cell('lm.lstm_cell', 'the candidate through a sigmoid', """
+    _cell('lm.lstm_cell', 'the candidate through a sigmoid', """
         def lstm_cell_forward(x, h_prev, c_prev, W, b):
             H = h_prev.shape[1]
             z = np.concatenate([h_prev, x], axis=1) @ W + b
@@ -745,7 +742,7 @@ CELLS = [
             h = o * np.tanh(c)
             return h, c
         """, says=('candidate squashed by a sigmoid',)),
-    Cell('positional.rotation', 'blocks written at A[i:i+2, i:i+2]', """
+    _cell('positional.rotation', 'blocks written at A[i:i+2, i:i+2]', """
         def rotation_matrix(tau, d_model):
             A = np.zeros((d_model, d_model))
             for i in range(d_model // 2):
@@ -753,7 +750,7 @@ CELLS = [
                 A[i:i+2, i:i+2] = np.array([[np.cos(theta), np.sin(theta)], [-np.sin(theta), np.cos(theta)]])
             return A
         """, says=('blocks that overlap',)),
-    Cell('encdec.beam_search', 'the search stops at the first finished output', """
+    _cell('encdec.beam_search', 'the search stops at the first finished output', """
         def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
             beams, scores = np.full((1, 1), bos, dtype=np.int64), np.zeros(1)
             finished = []
@@ -774,7 +771,7 @@ CELLS = [
             best = int(np.argmax(normalised))
             return pool[best][0], float(normalised[best])
         """, says=('stopped at the first finished output',)),
-    Cell('gpt.forward', 'W_P[idx]', """
+    _cell('gpt.forward', 'W_P[idx]', """
         def gpt_forward(idx, params, n_heads):
             x = params["W_E"][idx] + params["W_P"][idx]
             for blk in params["blocks"]:
@@ -782,7 +779,7 @@ CELLS = [
             x = layernorm_forward(x, *params["norm_f"])[0]
             return x @ params["W_E"].T
         """, says=('position embeddings picked by token id',)),
-    Cell('lm.rnn_backward', 'the loop stops before t = 0', """
+    _cell('lm.rnn_backward', 'the loop stops before t = 0', """
         def rnn_backward(dh, cache):
             x, h0, Wxh, Whh, h = cache
             T = x.shape[1]
@@ -798,7 +795,7 @@ CELLS = [
                 dnext = da @ Whh.T
             return dx, dnext, dWxh, dWhh, db
         """, says=("Looks like the loop stops before t = 0", "reversed(range(T))")),
-    Cell('lm.ngram_probs', 'k times counts.size (every entry) for k times vocab_size', """
+    _cell('lm.ngram_probs', 'k times counts.size (every entry) for k times vocab_size', """
         def ngram_probs(counts, k=0.0):
             counts = counts.astype(float)
             V = counts.size
@@ -807,7 +804,7 @@ CELLS = [
             probs = np.where(denom > 0, (counts + k) / np.maximum(denom, 1e-300), 1.0 / counts.shape[-1])
             return probs
         """, says=("`V = counts.size`", "in place of `counts.size`")),
-    Cell('scaling.param_count', 'the final norm and the positions both forgotten', """
+    _cell('scaling.param_count', 'the final norm and the positions both forgotten', """
         def param_count(n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff, tied):
             attn = 4 * (d_model * d_model + d_model)
             mlp = d_model * d_ff + d_ff + d_ff * d_model + d_model
@@ -815,14 +812,14 @@ CELLS = [
             emb = vocab_size * d_model * (1 if tied else 2)
             return n_layers * (attn + mlp + ln) + emb
         """, says=("two mistakes at once", "final layer norm forgotten", "position embeddings forgotten")),
-    Cell('encdec.decoder_block', 'no causal mask, and norm2 and norm3 swapped', """
+    _cell('encdec.decoder_block', 'no causal mask, and norm2 and norm3 swapped', """
         def decoder_block(y, memory, p, n_heads, self_mask=None, cross_mask=None):
             y = layernorm_forward(y + mha_forward(y, y, *p["self_attn"], n_heads)[0], *p["norm1"])[0]
             y = layernorm_forward(y + mha_forward(y, memory, *p["cross_attn"], n_heads, cross_mask)[0], *p["norm3"])[0]
             y = layernorm_forward(y + ffn_forward(y, *p["ffn"])[0], *p["norm2"])[0]
             return y
         """, says=("two mistakes at once", "causal mask missing", "norm2 and norm3 swapped")),
-    Cell('lm.rnn_backward', 'no tanh derivative, and W_hh not transposed', """
+    _cell('lm.rnn_backward', 'no tanh derivative, and W_hh not transposed', """
         def rnn_backward(dh, cache):
             x, h0, Wxh, Whh, h = cache
             T = x.shape[1]
@@ -839,7 +836,7 @@ CELLS = [
                 grad_h = da @ Whh
             return dx, grad_h, dWxh, dWhh, db
         """, says=('two mistakes at once', 'tanh derivative left out', 'W_hh not transposed')),
-    Cell('gpt.block', 'heads split and merged by reshapes alone', """
+    _cell('gpt.block', 'heads split and merged by reshapes alone', """
         def gpt_block(x, p, n_heads):
             B, T, d = x.shape
             dk = d // n_heads
@@ -857,19 +854,19 @@ CELLS = [
             h = layernorm_forward(x, *p["norm2"])[0]
             return x + ffn_forward(h, *p["ffn"])[0]
         """, says=('heads split by a reshape alone',)),
-    Cell('lm.roll_die', 'an unnormalised cumulative sum, argmax of the first to pass u', """
+    _cell('lm.roll_die', 'an unnormalised cumulative sum, argmax of the first to pass u', """
         def roll_die(weights, u):
             cum = np.cumsum(weights, axis=1)
             return np.argmax(cum > u[:, None], axis=1)
         """, says=('weights not normalised',)),
-    Cell('lm.perplexity', 'row t scored against targets[t + 1]', """
+    _cell('lm.perplexity', 'row t scored against targets[t + 1]', """
         def perplexity(probs, targets):
             T = len(targets)
             p = probs[np.arange(T - 1), targets[1:]]
             nll = -np.log(p).mean()
             return np.exp(nll), nll / np.log(2)
         """, says=('targets shifted by one',)),
-    Cell('flash.online_softmax', 'the row cut by np.array_split', """
+    _cell('flash.online_softmax', 'the row cut by np.array_split', """
         def online_softmax_stats(s, block_k):
             lead = s.shape[:-1]
             m = np.full(lead, -np.inf)
@@ -888,13 +885,13 @@ CELLS = [
                 M.append(m); L.append(l)
             return np.stack(M, -1), np.stack(L, -1)
         """, says=('cut into equal parts',)),
-    Cell("lm.roll_die", "no clip to the last face, on the graded cases (one of the two failing has B = 1)", """
+    _cell("lm.roll_die", "no clip to the last face, on the graded cases (one of the two failing has B = 1)", """
         def roll_die(weights, u):
             probs = weights / weights.sum(axis=1, keepdims=True)
             cdf = np.cumsum(probs, axis=1)
             return (cdf <= u[:, None]).sum(axis=1)
         """, says=("The failing cases all have u just below 1",), never=("first index",)),
-    Cell('encdec.beam_search', "each beam's own best tokens all kept: the beam grows", """
+    _cell('encdec.beam_search', "each beam's own best tokens all kept: the beam grows", """
         def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
             live = [([bos], 0.0)]
             finished = []
@@ -916,7 +913,7 @@ CELLS = [
             b = int(np.argmax(normed))
             return np.array(pool[b][0][1:]), float(normed[b])
         """, says=("each beam's own best tokens kept",)),
-    Cell('flash.forward', 'no 1/sqrt(d_k) on the tiles', """
+    _cell('flash.forward', 'no 1/sqrt(d_k) on the tiles', """
         def flash_forward(Q, K, V, causal=False, block_q=16, block_k=16):
             Tq, Tk = Q.shape[-2], K.shape[-2]
             sc = 1.0
@@ -947,7 +944,7 @@ CELLS = [
                     lse[..., q0:q0 + r] = m + np.log(l)
             return out, lse
         """, says=('scores not scaled',)),
-    Cell('flash.forward', 'the mask without the T_k - T_q offset, the loop stop with it', """
+    _cell('flash.forward', 'the mask without the T_k - T_q offset, the loop stop with it', """
         def flash_forward(Q, K, V, causal=False, block_q=16, block_k=16):
             Tq, Tk = Q.shape[-2], K.shape[-2]
             sc = 1.0 / np.sqrt(Q.shape[-1])
@@ -978,7 +975,7 @@ CELLS = [
                     lse[..., q0:q0 + r] = m + np.log(l)
             return out, lse
         """, says=('causal mask aligned top-left',)),
-    Cell('flash.backward', 'dK without the scale', """
+    _cell('flash.backward', 'dK without the scale', """
         def flash_backward(dout, Q, K, V, out, lse, causal=False, block_q=16, block_k=16):
             Tq, Tk = Q.shape[-2], K.shape[-2]
             sc = 1.0 / np.sqrt(Q.shape[-1])
@@ -1003,7 +1000,7 @@ CELLS = [
                     dK[..., k0:k0 + block_k, :] += np.swapaxes(dS, -1, -2) @ Qi
             return dQ, dK, dV
         """, says=('dK not scaled',)),
-    Cell('gpt.kv_step', 'the cache keeps the new key and value only', """
+    _cell('gpt.kv_step', 'the cache keeps the new key and value only', """
         def gpt_step(token, pos, cache, params, n_heads):
             x = params["W_E"][token][:, None, :] + params["W_P"][pos]
             for L, blk in enumerate(params["blocks"]):
@@ -1022,7 +1019,7 @@ CELLS = [
             x = layernorm_forward(x, *params["norm_f"])[0]
             return (x @ params["W_E"].T)[:, 0]
         """, says=('keeps only the newest key and value',)),
-    Cell('lm.rnn_backward', "tanh's derivative at h_{t-1}", """
+    _cell('lm.rnn_backward', "tanh's derivative at h_{t-1}", """
         def rnn_backward(dh, cache):
             x, h0, Wxh, Whh, h = cache
             B, T, _ = x.shape
@@ -1039,7 +1036,7 @@ CELLS = [
                 carry = da @ Whh.T
             return dx, carry, dWxh, dWhh, db
         """, says=('tanh derivative taken at h_{t-1}',)),
-    Cell('lm.rnn_backward', "tanh's derivative at h_{t-1}, and W_hh not transposed", """
+    _cell('lm.rnn_backward', "tanh's derivative at h_{t-1}, and W_hh not transposed", """
         def rnn_backward(dh, cache):
             x, h0, Wxh, Whh, h = cache
             B, T, _ = x.shape
@@ -1056,7 +1053,7 @@ CELLS = [
                 carry = da @ Whh
             return dx, carry, dWxh, dWhh, db
         """, says=('two mistakes at once', 'tanh derivative taken at h_{t-1}', 'W_hh not transposed')),
-    Cell('positional.rope', 'the odd entries rotated from the new even ones', """
+    _cell('positional.rope', 'the odd entries rotated from the new even ones', """
         def apply_rope(x, positions):
             d = x.shape[-1]
             w = 1.0 / 10000 ** (np.arange(0, d, 2) / d)
@@ -1067,7 +1064,7 @@ CELLS = [
             x[..., 1::2] = s * x[..., 0::2] + c * x[..., 1::2]
             return x
         """, says=("rotated from the other's new value",)),
-    Cell('lm.rnn_forward', 'the pre-activation stored in h', """
+    _cell('lm.rnn_forward', 'the pre-activation stored in h', """
         def rnn_forward(x, h0, Wxh, Whh, b):
             B, T, _ = x.shape
             h = np.zeros((B, T, Whh.shape[0]))
@@ -1078,7 +1075,7 @@ CELLS = [
                 prev = np.tanh(a)
             return h, (x, h0, Wxh, Whh, h)
         """, says=('pre-activation stored in h',)),
-    Cell('lm.rnn_forward', 'h_t stored at slot t + 1, slot 0 left at zero', """
+    _cell('lm.rnn_forward', 'h_t stored at slot t + 1, slot 0 left at zero', """
         def rnn_forward(x, h0, Wxh, Whh, b):
             B, T, _ = x.shape
             h = np.zeros((B, T, Whh.shape[0]))
@@ -1089,7 +1086,7 @@ CELLS = [
                     h[:, t + 1] = prev
             return h, (x, h0, Wxh, Whh, h)
         """, says=('hidden states shifted by one step',)),
-    Cell('lm.rnn_backward', 'h[:, t - 1] at t = 0 wraps to the last state', """
+    _cell('lm.rnn_backward', 'h[:, t - 1] at t = 0 wraps to the last state', """
         def rnn_backward(dh, cache):
             x, h0, Wxh, Whh, h = cache
             B, T, _ = x.shape
@@ -1106,7 +1103,7 @@ CELLS = [
                 carry = da @ Whh.T
             return dx, carry, dWxh, dWhh, db
         """, says=('h[:, t - 1] at t = 0',)),
-    Cell('layernorm.backward', "dx's means over axis 0, twice in one line", """
+    _cell('layernorm.backward', "dx's means over axis 0, twice in one line", """
         def layernorm_backward(dout, cache):
             x_hat, var, eps, gamma = cache
             s = 1.0 / np.sqrt(var + eps)
@@ -1117,7 +1114,7 @@ CELLS = [
             dx = s * (g - g.mean(0, keepdims=True) - x_hat * (g * x_hat).mean(0, keepdims=True))
             return dx, dgamma, dbeta
         """, says=('axis `-1` in place of `0` in both calls of `mean`',)),
-    Cell('gpt.kv_step', 'keys and values concatenated along the heads axis', """
+    _cell('gpt.kv_step', 'keys and values concatenated along the heads axis', """
         def gpt_step(token, pos, cache, params, n_heads):
             x = params["W_E"][token][:, None, :] + params["W_P"][pos]
             for L, blk in enumerate(params["blocks"]):
@@ -1136,7 +1133,7 @@ CELLS = [
             x = layernorm_forward(x, *params["norm_f"])[0]
             return (x @ params["W_E"].T)[:, 0]
         """, says=("`K = np.concatenate([cache[L][0], k_new], axis=1)`", "in both calls of `concatenate`")),
-    Cell('encdec.beam_search', "each beam's own best tokens, then the first beam_size of them", """
+    _cell('encdec.beam_search', "each beam's own best tokens, then the first beam_size of them", """
         def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
             beams = [([bos], 0.0)]
             finished = []
@@ -1157,7 +1154,7 @@ CELLS = [
             k = int(np.argmax(norm))
             return np.array(pool[k][0][1:]), float(norm[k])
         """, says=("each beam's own best tokens kept",)),
-    Cell("flash.backward", "`.T` on two batched tiles (it reverses every axis)", """
+    _cell("flash.backward", "`.T` on two batched tiles (it reverses every axis)", """
         def flash_backward(dout, Q, K, V, out, lse, causal=False, block_q=16, block_k=16):
             Tq, Tk = Q.shape[-2], K.shape[-2]
             c = Q.shape[-1] ** -0.5
@@ -1180,8 +1177,8 @@ CELLS = [
                     dK[..., j:j + block_k, :] += c * ds.T @ q
             return dQ, dK, dV
         """, says=("With `np.swapaxes(…, -1, -2)` in place of `.T` in both places, every case matches.",
-                   "`dV[..., j:j + block_k, :] += p.T @ g`")),
-    Cell("encdec.beam_search", "finished beams kept in the beam and extended; all beams ending with eos stops it", """
+                    "`dV[..., j:j + block_k, :] += p.T @ g`")),
+    _cell("encdec.beam_search", "finished beams kept in the beam and extended; all beams ending with eos stops it", """
         def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
             beams = np.array([[bos]])
             scores = np.zeros(1)
@@ -1203,7 +1200,7 @@ CELLS = [
             best = int(np.argmax([r[1] for r in results]))
             return results[best][0], float(results[best][1])
         """, says=("finished beams extended",)),
-    Cell("encdec.beam_search", "finished beams kept in the beam; the best beam ending with eos stops it", """
+    _cell("encdec.beam_search", "finished beams kept in the beam; the best beam ending with eos stops it", """
         def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
             beams = np.array([[bos]], dtype=np.int64)
             sc = np.zeros(1)
@@ -1222,7 +1219,7 @@ CELLS = [
                 toks = toks[:list(toks).index(eos) + 1]
             return toks, float(sc[0] / len(toks) ** alpha)
         """, says=("finished beams extended",)),
-    Cell("flash.backward", "lse sliced by the key block, a row along the keys", """
+    _cell("flash.backward", "lse sliced by the key block, a row along the keys", """
         def flash_backward(dout, Q, K, V, out, lse, causal=False, block_q=16, block_k=16):
             T_q, T_k = Q.shape[-2], K.shape[-2]
             scale = 1.0 / np.sqrt(Q.shape[-1])
@@ -1248,7 +1245,7 @@ CELLS = [
             return dQ, dK, dV
         """, says=("lse sliced by the key block", "lse[..., q0:q0 + rows, None]")),
     # a fourth audit (session 15): 142 cells written from the notebooks' text alone
-    Cell("lm.rnn_backward", "the gradient from step t+1 added after the tanh derivative", """
+    _cell("lm.rnn_backward", "the gradient from step t+1 added after the tanh derivative", """
         def rnn_backward(dh, cache):
             x, h0, Wxh, Whh, h = cache
             T = x.shape[1]
@@ -1267,7 +1264,7 @@ CELLS = [
                 from_future = da @ Whh.T
             return dx, from_future, dWxh, dWhh, db
         """, says=("added after the tanh derivative",)),
-    Cell("lm.rnn_backward", "W_hh not transposed, and the loop stops before t = 0", """
+    _cell("lm.rnn_backward", "W_hh not transposed, and the loop stops before t = 0", """
         def rnn_backward(dh, cache):
             x, h0, Wxh, Whh, h = cache
             T = x.shape[1]
@@ -1284,7 +1281,7 @@ CELLS = [
                 back = da @ Whh
             return dx, back, dWxh, dWhh, db
         """, says=("two mistakes at once", "the loop stops before t = 0", "W_hh not transposed")),
-    Cell("encdec.beam_search", "after the first step each beam extended by its own best token", """
+    _cell("encdec.beam_search", "after the first step each beam extended by its own best token", """
         def beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0):
             beams = np.array([[bos]], dtype=np.int64)
             scores = np.zeros(1)
@@ -1309,7 +1306,7 @@ CELLS = [
             i = int(np.argmax(vals))
             return pool[i][0], float(vals[i])
         """, says=("each beam extended by its own best token only",)),
-    Cell("positional.rope", "turned the other way, and by the row index instead of the positions", """
+    _cell("positional.rope", "turned the other way, and by the row index instead of the positions", """
         def apply_rope(x, positions):
             T, d = x.shape[-2], x.shape[-1]
             pos = np.arange(T, dtype=float)
@@ -1321,7 +1318,7 @@ CELLS = [
             rot[..., 1::2] = -np.sin(ang) * ev + np.cos(ang) * od
             return rot
         """, says=("two mistakes at once", "rotation sign flipped", "positions ignored")),
-    Cell("gpt.block", "the FFN fed LN_1 of the block's input (attention and FFN side by side)", """
+    _cell("gpt.block", "the FFN fed LN_1 of the block's input (attention and FFN side by side)", """
         def gpt_block(x, p, n_heads):
             gamma, beta = p["norm1"]
             mask = np.tril(np.ones((x.shape[1], x.shape[1]), dtype=bool))
@@ -1330,7 +1327,7 @@ CELLS = [
             normed_again = layernorm_forward(x, gamma, beta)[0]
             return h + ffn_forward(normed_again, *p["ffn"])[0]
         """, says=("two mistakes at once", "the first layer norm used twice", "the FFN fed the norm of the block's input")),
-    Cell("gpt.next_token_probs", "top-p keeps the tokens whose sum stays below p, the crossing one dropped", """
+    _cell("gpt.next_token_probs", "top-p keeps the tokens whose sum stays below p, the crossing one dropped", """
         def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
             probs = softmax(np.asarray(logits, dtype=float) / temperature, axis=-1)
             B, V = probs.shape
@@ -1350,7 +1347,7 @@ CELLS = [
                     probs /= probs.sum(axis=-1, keepdims=True)
             return probs
         """, says=("top-p that drops the token crossing the threshold",)),
-    Cell("encdec.decoder_block", "the cross-attention reads y (the self-attention dropped), and norms 2 and 3 swapped", """
+    _cell("encdec.decoder_block", "the cross-attention reads y (the self-attention dropped), and norms 2 and 3 swapped", """
         def decoder_block(y, memory, p, n_heads, self_mask=None, cross_mask=None):
             self_out = mha_forward(y, y, *p["self_attn"], n_heads, self_mask)[0]
             a = layernorm_forward(y + self_out, *p["norm1"])[0]
@@ -1361,9 +1358,9 @@ CELLS = [
 ]
 
 
-@pytest.mark.parametrize("cell", CELLS, ids=lambda c: f"{c.exercise}: {c.what}")
+@pytest.mark.parametrize("cell", CELLS, ids=lambda c: f"{c.exercise}: {c.what[0]}")
 def test_the_feedback_says_what_the_cell_does_and_nothing_it_does_not(cell):
-    verdict = verdict_with(cell.exercise, textwrap.dedent(cell.source), public=cell.public)
+    verdict = verdict_with(cell.exercise, cell.source, public=cell.public)
     text = " ".join(verdict.messages)
     assert verdict.full_marks == cell.full_marks, text
     for words in cell.says:
