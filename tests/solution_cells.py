@@ -94,8 +94,12 @@ def verdict_with(exercise_id: str, source: str | None = None, key: bytes = TEST_
     ``source``: on the graded cases drawn from ``key``, or on the check cell's public cases.
     The search for a fix of the learner's code runs as in the graded cell: on the public
     and hidden-kind cases of a public seed (the probes); its fixes run on the cases graded."""
+    return verdict_in(exercise_id, namespace_with(exercise_id, source), key, public)
+
+
+def verdict_in(exercise_id: str, scope: dict, key: bytes = TEST_KEY, public=False):
+    """``verdict_with``'s judge path on learner code already run into ``scope``."""
     ex = get(exercise_id)
-    scope = namespace_with(exercise_id, source)
     cases = ex.public_cases() if public else ex.graded_cases(key)
     changed = []  # per case, the inputs the learner's call changed in place
     results = run_cases(scope, ex.function, ex.call, cases, signature=ex.signature,
