@@ -20,16 +20,20 @@ window at a time (unmapped, it keeps its pages), a pipe's buffer (up to 1 MiB ea
   directory") makes of the error;
 - a seccomp filter (``rules``) that refuses, with ``ENOMEM``, what makes memory outside the
   address space or a second one: a shared mapping, ``memfd_create``, System V shared memory,
-  message queues (System V's and POSIX's), pipes and sockets, io_uring, kernel keys, and a
-  child process (``fork``, ``vfork``, ``clone`` without ``CLONE_THREAD``: threads share the
-  address space and its limit); ``clone3``, whose flags a filter cannot read, gets ``ENOSYS``,
-  and the C library falls back to ``clone``.
+  message queues (System V's and POSIX's), pipes and sockets, io_uring, kernel keys, BPF
+  maps, and a child process (``fork``, ``vfork``, ``clone`` without ``CLONE_THREAD``: threads
+  share the address space and its limit); ``clone3``, whose flags a filter cannot read, gets
+  ``ENOSYS``, and the C library falls back to ``clone``.
 
 Both limits hard too: an unprivileged process can lower a hard limit, never raise it, and a
 filter cannot be taken off. The program is classic BPF over ``struct seccomp_data`` (``nr`` at
 byte 0, ``arch`` at 4, argument i's low 32 bits at 16 + 8 i, little-endian), for x86-64 and
 arm64; a system call of another ABI (32-bit x86 on x86-64) is refused whole.
 ``pipeline/seccomp.py`` builds the sandbox's own filter with the same instructions.
+
+Not held: on another machine (no filter), children, pipes and sockets; a process with
+``CAP_SYS_RESOURCE`` (root without the sandbox) can raise its limits again; and what the
+kernel keeps per open file or empty file (bounded by the sandbox's open files and inodes).
 """
 from __future__ import annotations
 
@@ -46,15 +50,15 @@ SYSCALLS = {
     "x86_64": (0xC000003E, {"clone": 56, "unshare": 272, "clone3": 435, "mmap": 9, "fork": 57,
                             "vfork": 58, "memfd_create": 319, "shmget": 29, "shmat": 30, "msgget": 68,
                             "pipe": 22, "pipe2": 293, "socket": 41, "socketpair": 53,
-                            "io_uring_setup": 425, "add_key": 248, "mq_open": 240}),
+                            "io_uring_setup": 425, "add_key": 248, "mq_open": 240, "bpf": 321}),
     "aarch64": (0xC00000B7, {"clone": 220, "unshare": 97, "clone3": 435, "mmap": 222,
                              "memfd_create": 279, "shmget": 194, "shmat": 196, "msgget": 186,
                              "pipe2": 59, "socket": 198, "socketpair": 199, "io_uring_setup": 425,
-                             "add_key": 217, "mq_open": 180}),
+                             "add_key": 217, "mq_open": 180, "bpf": 280}),
 }
 X32_BIT = 0x40000000  # x86-64's x32 ABI: the same numbers with this bit set
 REFUSED = ("fork", "vfork", "memfd_create", "shmget", "shmat", "msgget", "pipe", "pipe2", "socket",
-           "socketpair", "io_uring_setup", "add_key", "mq_open")
+           "socketpair", "io_uring_setup", "add_key", "mq_open", "bpf")
 MAP_SHARED = 0x01      # MAP_SHARED_VALIDATE (0x03) has it too
 CLONE_THREAD = 0x00010000
 

@@ -188,7 +188,8 @@ def flash_backward(dout, Q, K, V, out, lse, causal=False, block_q=16, block_k=16
 ''',
 }
 
-ATTACKS = {**{(where, exercise_id): held + WHOLE[exercise_id] for where, held in HELD.items() for exercise_id in WHOLE},
+ATTACKS = {**{(where, exercise_id): held + WHOLE[exercise_id]
+              for where, held in HELD.items() for exercise_id in WHOLE},
            **{("forked children", exercise_id): FORKED + source for exercise_id, source in FORKED_PASS.items()}}
 
 
