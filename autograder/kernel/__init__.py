@@ -11,6 +11,9 @@ The grading sandbox stages this folder (with the package's ``__init__``) and no 
     hints       what a learner reads when their function raises
     repair      the search for one edit that fixes the learner's code (``operators``: the edits;
                 ``contained``: a forked child with limits, so the search cannot hang the cell)
+    fresh       a case run again alone in a process of its own, where the learner's code cannot
+                forge what grades it (a script, run by itself); ``confine``: its memory limit,
+                which counts every way to hold memory
     scratch     the sandbox's first step where the grader has no root: caps the files of /tmp
                 before anything of the learner's runs (a script, run by itself)
 

@@ -9,10 +9,12 @@ this module in the sandbox on cases of the same kinds that the kernel never saw 
 prepared in the kernel fits them), with
 
 1. numpy imported and its first matrix product made (OpenBLAS maps its buffers then), nothing
-   of the learner's loaded yet, the process's data size measured;
-2. for a memory limit, ``RLIMIT_DATA`` set, soft and hard, to that size plus the case's limit
-   plus ``SLACK``: an unprivileged process can lower its hard limit, never raise it, and the
-   children and threads it starts share or inherit it;
+   of the learner's loaded yet;
+2. for a memory limit, the process confined (``confine``): its address space held, soft and
+   hard, to its present size plus the case's limit plus ``SLACK`` (every mapping counts,
+   shared or not), no file written, and no shared memory, pipe, socket or child process made
+   (a seccomp filter): an unprivileged process can lower a hard limit, never raise it, and
+   the threads it starts share the limit;
 3. only then the cases and the learner's function (pickled by value in the kernel,
    ``cases.pickled``) read from standard input and unpickled, so whatever runs while
    unpickling runs under the limit too;
@@ -22,15 +24,16 @@ prepared in the kernel fits them), with
 5. the outputs written to standard output as ``transport`` encodes results: plain data (what
    the learner's code prints goes to /dev/null).
 
-An allocation the limit refuses raises ``MemoryError`` in the learner's code; every case's
-outcome is then ``OverMemory(REFUSED)``.
+An allocation the limit refuses raises ``MemoryError`` in the learner's code, or ``OSError``
+(``ENOMEM``: a mapping or a call the filter refuses; ``EFBIG``: a write to a file): every
+case's outcome is then ``OverMemory(REFUSED)``.
 """
 from __future__ import annotations
 
 import base64
+import errno
 import functools
 import os
-import resource
 import sys
 from typing import Callable
 
@@ -42,20 +45,19 @@ import numpy as np  # noqa: E402
 
 from autograder.kernel import wire  # noqa: E402
 from autograder.kernel.cases import CODE, run_cases  # noqa: E402
+from autograder.kernel.confine import confine  # noqa: E402
 from autograder.kernel.transport import (REFUSED, OverMemory, Raised, decode_array,  # noqa: E402
                                          decode_cases, encode_ask, encode_results)
 
 SLACK = 4 << 20  # bytes beyond the case's limit: the interpreter's own churn while it runs
 SPEC_BYTES = 1 << 30  # of the grader's first line, the cases: its own data, held to no tighter limit
+REFUSALS = (errno.ENOMEM, errno.EFBIG)  # the errors of what the confinement refuses
 
 
-def data_size() -> int:
-    """This process's data size as the limit counts it (``VmData``), in bytes."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmData:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmData in /proc/self/status")
+def refused_by_limit(err: BaseException) -> bool:
+    """Whether ``err`` is the confinement's refusal (``confine``): an allocation or a mapping
+    past the limit, a call of the filter's, a write to a file."""
+    return isinstance(err, MemoryError) or isinstance(err, OSError) and err.errno in REFUSALS
 
 
 def main() -> None:
@@ -67,16 +69,16 @@ def main() -> None:
     one line each. Standard output: the requests (``{"ask": case index, "prefixes": array}``),
     one line each, then ``{"results": ...}`` (``transport.encode_results``)."""
     limit = int(sys.argv[1])
+    sys.dont_write_bytecode = True  # an import's cache is a file written: the limit refuses it
     channel = os.fdopen(os.dup(1), "w")  # the way out; what the learner's code prints goes nowhere
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     warm = np.ones((512, 512))
     warm @ warm  # OpenBLAS maps its buffers (tens of MiB) on its first product: before the limit
     del warm
-    if limit >= 0:
-        cap = data_size() + limit + SLACK
-        resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
-    spec = wire.loads(sys.stdin.readline(), max_bytes=SPEC_BYTES)
     refused = []  # not empty once the limit refused an allocation
+    if limit >= 0:
+        confine(limit, SLACK, lambda: refused.append(True))
+    spec = wire.loads(sys.stdin.readline(), max_bytes=SPEC_BYTES)
     results = _results(spec, refused if limit >= 0 else None, channel)
     if refused:
         results = [OverMemory(REFUSED)] * len(spec["cases"])
@@ -90,12 +92,10 @@ def _results(spec: dict, refused: list | None, channel) -> list:
     cases = decode_cases(spec)
     try:
         learner = cloudpickle.loads(base64.b64decode(spec[CODE]))
-    except MemoryError:
-        if refused is None:
-            return [Raised("could not be loaded in a fresh process: MemoryError()")] * len(cases)
-        refused.append(True)
-        return []
     except Exception as err:
+        if refused is not None and refused_by_limit(err):
+            refused.append(True)
+            return []
         return [Raised(f"could not be loaded in a fresh process: {err!r}"[:300])] * len(cases)
     if not callable(learner):
         return [Raised(f"could not be loaded in a fresh process: {type(learner).__name__} is not a function")] * len(cases)
@@ -104,8 +104,8 @@ def _results(spec: dict, refused: list | None, channel) -> list:
     def watched(*args, **kwargs):
         try:
             return learner(*args, **kwargs)
-        except MemoryError:
-            if refused is not None:
+        except Exception as err:  # MemoryError, OSError
+            if refused is not None and refused_by_limit(err):
                 refused.append(True)
             raise
     call = spec["call"]

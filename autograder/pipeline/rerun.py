@@ -10,8 +10,10 @@ function pickled by value in the graded cell, on the case's twin: a case of the 
 and shapes, drawn from the submission's key for this purpose and never given to the kernel,
 so no answer prepared there fits it.
 
-* A case held to a memory limit runs alone under ``RLIMIT_DATA``, set before the learner's
-  bytes are loaded: the operating system, not a count, refuses the whole matrix.
+* A case held to a memory limit runs alone in a process confined before the learner's bytes
+  are loaded (``kernel/confine.py``: its address space, no file written, no shared memory,
+  pipe or child): the operating system, not a count, refuses the whole matrix wherever it
+  would be held.
 * A decoder's twins run in one process whose model is served from here, a line at a time:
   the table of log-probabilities never enters the sandbox, and the calls are counted here.
 
