@@ -12,11 +12,13 @@ cell by cell from that, against the assignment's source:
   plus ``EXTRA_CELLS`` are not read; a cell's source past 100 KB, or past what 1 MB holds for
   all cells together, is graded as empty; nbgrader metadata past 4 KB is ignored;
 - nbformat 3 and 4 are read (cells rebuilt as version 4; odd cells dropped);
+- a cell whose type changed (a solution cell turned markdown) gets its type back, with a note;
 - nbgrader metadata is the source's for every grade id the source knows, and dropped from
-  cells claiming an unknown id or the wrong cell type; of duplicated ids the last cell keeps
-  it (the others stay as plain cells);
+  cells claiming an unknown id; of duplicated ids the last cell keeps it (the others stay as
+  plain cells);
 - a course cell that is missing (a deleted graded or set-up cell) is put back below the
-  nearest course cell that precedes it in the source.
+  nearest course cell that precedes it in the source; a missing solution cell comes back
+  blank, as the release has it, with a note.
 
 The notes go into a markdown cell at the top of the graded notebook, so the HTML feedback
 shows them too.
@@ -164,6 +166,7 @@ def prepare(path: Path, assignment: str, notebook_name: str) -> Prepared:
                 "submit the right notebook. It was graded as the blank notebook."])
 
     notes = _reading_notes(skimmed, limits, len(source.cells))
+    notes += _retyped(cells, wanted)
     last = {}
     for i, cell in enumerate(cells):
         gid = _grade_id(cell)
@@ -179,13 +182,28 @@ def prepare(path: Path, assignment: str, notebook_name: str) -> Prepared:
             del cell.metadata["nbgrader"]
             if gid in wanted and wanted[gid].metadata["nbgrader"].get("grade"):
                 notes.append(f"The graded cell `{gid}` appeared more than once; the last one counts.")
-    notes += _restore_missing(cells, source)
+    notes += _restore_missing(cells, source, blank)
     nb = nbformat.v4.new_notebook(cells=cells, metadata=json.loads(json.dumps(source.metadata)))
     return _with_notes(nb, sorted(set(notes), key=notes.index))
 
 
-def _restore_missing(cells: list, source) -> list[str]:
-    """Put back course cells the submission lacks, below the course cell before them."""
+def _retyped(cells: list, wanted: dict) -> list[str]:
+    """Give a learner's cell whose type changed (a solution cell turned markdown, JupyterLab's
+    "M" key pressed by mistake) the type of the assignment's cell of its grade id, in place."""
+    notes = []
+    for i, cell in enumerate(cells):
+        gid = _grade_id(cell)
+        if gid in wanted and wanted[gid].cell_type != cell.cell_type:
+            kind = wanted[gid].cell_type
+            cells[i] = MAKERS[kind](cell.source, metadata={"nbgrader": {"grade_id": gid}})
+            notes.append(f"The cell `{gid}` had become a {cell.cell_type} cell; the grader read it "
+                         f"as the {kind} cell it is in the assignment. Change it back in your notebook.")
+    return notes
+
+
+def _restore_missing(cells: list, source, blank) -> list[str]:
+    """Put back course cells the submission lacks, below the course cell before them; a
+    missing solution cell comes back as the release has it (blank), said in a note."""
     notes, present = [], {_grade_id(c) for c in cells}
     anchor = None
     for src in source.cells:
@@ -196,14 +214,19 @@ def _restore_missing(cells: list, source) -> list[str]:
             anchor = gid
             continue
         meta = src.metadata["nbgrader"]
-        if meta.get("solution"):
-            continue  # the learner's own cell: nothing of the course's to restore
+        if meta.get("solution"):  # the learner's own cell: back as the release has it
+            src = next((c for c in blank.cells if _grade_id(c) == gid), None)
+            if src is None or meta.get("grade"):  # a written answer: its manual grade says so
+                continue
         where = 0 if anchor is None else next(
             i for i, c in enumerate(cells) if _grade_id(c) == anchor) + 1
         cells.insert(where, MAKERS[src.cell_type](src.source, metadata=json.loads(json.dumps(src.metadata))))
         present.add(gid)
         anchor = gid
-        if meta.get("grade"):
+        if meta.get("solution"):
+            notes.append(f"Your solution cell `{gid}` was missing; the grader put the blank one back "
+                         "there, so its exercise scores nothing. Keep the cell in your notebook.")
+        elif meta.get("grade"):
             notes.append(f"The graded cell `{gid}` was missing; the grader put it back below "
                          "the cell before it in the assignment. Keep it in your notebook.")
         else:

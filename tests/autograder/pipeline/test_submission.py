@@ -165,3 +165,63 @@ def test_malformed_nbgrader_metadata_and_absurd_fields_in_learner_cells_cost_not
                     + ', "cells": [' + ", ".join(cells) + "]}")
     result = grade(path)
     assert result.total == result.max_total == 4, [(e.id, e.points, e.messages) for e in result.exercises]
+
+
+def _retyped(nb):
+    cell = _graded_cell(nb, "warmup_softmax_jvp")
+    nb.cells[nb.cells.index(cell)] = nbformat.v4.new_markdown_cell(cell.source, metadata=cell.metadata)
+
+
+def _inserted(nb):
+    nb.cells.insert(3, new_code_cell("scratch = 1"))
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell("# my notes"))
+
+
+def _solution_deleted(nb):
+    nb.cells.remove(_graded_cell(nb, "warmup_softmax_jvp"))
+
+
+def _merged(nb):
+    cell = _graded_cell(nb, "warmup_softmax")
+    after = nb.cells[nb.cells.index(cell) + 1]
+    cell.source += "\n" + after.source
+    nb.cells.remove(after)
+
+
+def _other_kernel(nb):
+    nb.metadata["kernelspec"] = {"name": "julia-1.9", "display_name": "Julia 1.9", "language": "julia"}
+
+
+BROKEN = {  # what broke nbgrader batches (its issue #1941): score, and words of the feedback's note
+    "retyped": (_retyped, 4, "had become a markdown cell"),
+    "inserted": (_inserted, 4, ""),
+    "solution-deleted": (_solution_deleted, 2, "was missing; the grader put the blank one back"),
+    "merged": (_merged, 4, ""),
+    "other-kernel": (_other_kernel, 4, ""),
+    "nbformat-3": (None, 4, ""),
+}
+
+
+def test_a_class_with_broken_notebooks_grades_every_one_and_says_what_it_repaired(tmp_path):
+    """A class of 40 (notebook 00), of which 6 (15%) are broken the ways that stopped nbgrader
+    batches: every notebook graded, the broken ones as their code deserves, the repair told."""
+    folder = _dir(tmp_path, "class")
+    for n in range(40 - len(BROKEN)):
+        (folder / f"learner{n:02d}.ipynb").write_bytes(SOLUTION.read_bytes())
+    for name, (edit, _, _) in BROKEN.items():
+        nb = nbformat.read(SOLUTION, as_version=4)
+        if edit is None:
+            nbformat.write(nbformat.convert(nb, 3), folder / f"{name}.ipynb")
+        else:
+            edit(nb)
+            nbformat.write(nb, folder / f"{name}.ipynb")
+    course = _dir(tmp_path, "course")
+    new_course(course)
+    out = grade_class(folder, "00_start_here", jobs=2, csv_path=tmp_path / "grades.csv", course_root=course)
+    rows = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader(out.open())}
+    assert len(rows) == 40, sorted(rows)
+    assert all(rows[f"learner{n:02d}"] == 4 for n in range(40 - len(BROKEN)))
+    for name, (_, score, words) in BROKEN.items():
+        assert rows[name] == score, name
+        report = (course / "feedback" / name / "00_start_here" / "start_here.html").read_text()
+        assert words in report, name
