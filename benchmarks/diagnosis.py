@@ -8,8 +8,10 @@ and runs the check cell (``autograder.check``) on the same code. Prints, per not
 kind:
 
 - a wrong answer: **named** (every mistake named: the message holds the words the bank gives
-  for each), **one of two** (a two-mistake answer with one of them named), **named otherwise**
+  for each, or for one mistake an edit of the learner's line that makes every case match, on
+  a line the bank's edit wrote), **one of two** (a two-mistake answer with one of them named), **named otherwise**
   (a specific or listed message with none of those words: read it, it may be a wrong claim),
+  **named wrongly** (an edit of a line the bank's edit did not write),
   **pinpointed** (which output, which cases), **generic** (a count and the first difference),
   **not caught** (full marks);
 - a right answer: full marks with nothing more said, or not;
@@ -49,7 +51,7 @@ from learner_code import LearnerCode, notebooks  # noqa: E402
 from solution_cells import _run_cell, edited, namespace_with, verdict_in  # noqa: E402
 
 BANKS = ("learner_bugs", "mutant_bank", "two_mistake_bank", "alternative_solutions")
-WRONG = ("named", "one of two", "named otherwise", "pinpointed", "generic", "not caught")
+WRONG = ("named", "one of two", "named otherwise", "named wrongly", "pinpointed", "generic", "not caught")
 LONG = 400           # characters: a message longer than this should be split or cut
 QUOTES = "line of yours"  # a message that quotes the learner's own line may be longer
 
@@ -65,6 +67,14 @@ def entries(banks=BANKS) -> list[tuple[str, LearnerCode]]:
                  "two_mistake_bank": ["ANSWERS", "CORRECT"]}[bank]
         out += [(bank, entry) for name in found for entry in getattr(module, name)]
     return out
+
+
+def edited_lines(entry: LearnerCode) -> set[str]:
+    """The lines of an edit entry's cell that its edit wrote (stripped); empty for a whole source."""
+    if not entry.edit:
+        return set()
+    from test_learner_bugs import edited_lines as lines_of
+    return lines_of(entry)
 
 
 def reviewed() -> dict[str, str]:
@@ -117,8 +127,16 @@ def grade(bank: str, entry: LearnerCode, extra: dict) -> dict:
             "full, told more" if verdict.full_marks else "points lost"
         return row
     named = told(entry, text, extra)
+    # a line of the learner's with an edit that makes every case match: for an edit of the
+    # solution, right if it is a line the edit wrote; for a whole cell of one mistake, right
+    # (confirmed on every case)
+    wrote = edited_lines(entry)
+    if verdict.lines and entry.kind == "single" and not all(named):
+        named = [not wrote or bool(set(verdict.lines) & wrote)]
+        if not named[0]:
+            row["class"] = "named wrongly"
     row["named"] = named
-    row["class"] = ("not caught" if verdict.full_marks else
+    row["class"] = row.get("class") or ("not caught" if verdict.full_marks else
                     "named" if all(named) else
                     "one of two" if any(named) else
                     "named otherwise" if verdict.kind in ("listed", "specific") else

@@ -361,7 +361,58 @@ def _unlisted(ex: Exercise, failing: list, passing: list, raised: list, fix,
     fixed = partly()
     if fixed:
         return [fixed], "listed"
+    near = near_miss(ex, failing, passing)
+    if near is not None:  # said before the generic counts, which it keeps
+        return [f"Looks like {near.name} (and something else differs too): {near.hint}",
+                *generic[0]], "listed"
     return generic
+
+
+NEAR = 0.8         # of the numbers that differ, the share a near miss's model must explain
+SHOWN = 0.5        # of the numbers its model changes, the share the learner's must show
+NEAR_BACKING = 12  # numbers at least, explained by it
+
+
+def near_miss(ex: Exercise, failing: list, passing: list):
+    """The one listed mistake that explains most of what differs but not all (a mistake with
+    a small variation: made on some cases and not others, or beside a second slip), or None.
+
+    Counted number by number over every case's float outputs: of the numbers where the
+    learner's differ from the reference, at least ``NEAR`` equal the mistake's model, and of
+    those the model changes (passing cases included), at least ``SHOWN`` show it, with at
+    least ``NEAR_BACKING`` behind it. Floats only: a wrong boolean or integer agrees with
+    another wrong one by chance. Where two mistakes qualify, neither is said."""
+    found = []
+    for mistake in ex.mistakes:
+        if mistake.wrong is None:
+            continue
+        counts = _near_counts(ex, mistake, [*failing, *((c, g, g) for c, g in passing)])
+        if counts is None:
+            continue
+        differ, moved, shown = counts
+        if shown >= NEAR_BACKING and shown >= NEAR * differ and shown >= SHOWN * moved:
+            found.append(mistake)
+    return found[0] if len(found) == 1 else None
+
+
+def _near_counts(ex: Exercise, mistake, cases: list) -> tuple[int, int, int] | None:
+    """(numbers the learner's differ at, numbers the model changes, numbers where the learner's
+    equal the model's and differ) over ``cases`` ((case, got, want)); None: no model there."""
+    differ = moved = shown = 0
+    for case, got, want in cases:
+        model = safe_outputs(mistake.wrong, case)
+        if model is None or len(model) != len(want) or len(got) != len(want):
+            return None
+        for g, m, w in zip(got, model, want):
+            if w.dtype.kind != "f" or g.shape != w.shape or m.shape != w.shape:
+                continue
+            with np.errstate(all="ignore"):
+                off = ~np.isclose(g, w, rtol=ex.rtol, atol=ex.atol, equal_nan=True)
+                changed = ~np.isclose(m, w, rtol=ex.rtol, atol=ex.atol, equal_nan=True)
+                same = np.isclose(g, m, rtol=ex.rtol, atol=ex.atol, equal_nan=True)
+            differ, moved, shown = differ + int(off.sum()), moved + int(changed.sum()), \
+                shown + int((off & changed & same).sum())
+    return differ, moved, shown
 
 
 def _once(fixes):

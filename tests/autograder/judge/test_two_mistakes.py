@@ -138,3 +138,33 @@ def test_one_mistake_on_some_cases_and_something_else_on_the_others_says_where_t
     text = " ".join(verdict_with(answer.exercise, answer.source).messages)
     assert "One of the mistakes" in text and "no length normalisation" in text, text
     assert "still differs on 1 of the 13 failing cases" in text, text
+
+
+def _mistake(ex, name):
+    return next(m for m in ex.mistakes if m.name == name)
+
+
+def test_a_near_miss_is_said_with_something_else_and_never_for_an_unrelated_bug():
+    from autograder.judge.verdict import near_miss
+
+    ex = get("attention.forward")
+    cases = ex.graded_cases(TEST_KEY)
+    wants = [as_outputs(ex.reference(**c)) for c in cases]
+    model = _mistake(ex, "scaling by d_k instead of sqrt(d_k)")
+    # the mistake, and a second slip in one number of the first output of every case
+    results = []
+    for c in cases:
+        out = tuple(np.array(a, dtype=np.float64) for a in safe_outputs(model.wrong, c))
+        out[0].flat[0] += 0.5
+        results.append(out)
+    v = judge(ex, cases, results)
+    text = " ".join(v.messages)
+    assert v.points == 0 and "Looks like scaling by d_k instead of sqrt(d_k) (and something else differs too)" in text
+    assert "cases match the reference" in text
+    # an unrelated bug of the same size: nothing listed is said
+    failing = [(c, tuple(w * 1.1 + 0.05 for w in want), want) for c, want in zip(cases, wants)]
+    assert near_miss(ex, failing, []) is None
+    unrelated = " ".join(judge(ex, cases, [f[1] for f in failing]).messages)
+    assert "something else differs" not in unrelated and not any(m.name in unrelated for m in ex.mistakes)
+    # right code: nothing to miss
+    assert judge(ex, cases, wants).messages == [f"All {len(cases)} cases match the reference."]
