@@ -9,8 +9,11 @@ The grading sandbox stages this folder (with the package's ``__init__``) and no 
     transport   arrays to JSON and back: the cases in, the outputs and the fixes out
     wire        the one reader of what crosses from the sandbox: JSON within strict limits
     hints       what a learner reads when their function raises
-    repair      the search for one edit that fixes the learner's code (``operators``: the edits;
-                ``contained``: a forked child with limits, so the search cannot hang the cell)
+    repair      the search for one edit that fixes the learner's code (``contained``: a forked
+                child with limits, so the search cannot hang the cell)
+    operators   the edits, in the order ``changes`` makes them: ``slips`` (a learner's slips, also
+                the reference's mutants), ``undoing`` and ``repeated`` (repair's changes that undo
+                them); ``edits``: what they share, and how a change is applied
     fresh       a case run again alone in a process of its own, where the learner's code cannot
                 forge what grades it (a script, run by itself); ``confine``: its memory limit,
                 which counts every way to hold memory

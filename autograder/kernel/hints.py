@@ -35,8 +35,8 @@ TORCH_METHODS = {"view": "x.reshape(...)", "unsqueeze": "x[..., None] or np.expa
                  "exp": "np.exp(x)", "softmax": "your own softmax", "matmul": "x @ y",
                  "float": "x.astype(np.float64)", "numpy": "x itself (it is already an array)"}
 TORCH_KEYWORDS = {"dim": "axis", "keepdim": "keepdims"}
-# numpy's reductions by name, one list for the kernel: ``operators`` changes their axis and
-# keepdims (and those of argmax, argmin, cumsum, all and any, which it adds)
+# numpy's reductions by name, one list for the kernel: the edits (``slips``, ``undoing``) change their
+# axis and keepdims (and those of argmax, argmin, cumsum, all and any: ``edits.AXIS_REDUCTIONS``)
 REDUCTIONS = ("sum", "mean", "max", "min", "amax", "amin", "std", "var", "prod", "logsumexp", "nansum",
               "nanmax")
 # a line that reduces without keepdims, for the hint: those, and here also nanmean, average, norm
