@@ -334,3 +334,18 @@ def test_a_learners_formulas_are_kept_as_mathml():
 def test_a_markdown_cell_the_renderer_refuses_is_shown_as_text():
     cell = new_markdown_cell("![me](attachment:gone.png) <b>hi</b>")  # nbconvert raises: no attachment
     assert markdown_as_html(cell) == "<div><pre>![me](attachment:gone.png) &lt;b&gt;hi&lt;/b&gt;</pre></div>"
+
+
+def test_a_learners_mermaid_is_never_rendered():
+    """nbconvert renders mermaid diagrams (a ``text/vnd.mermaid`` output, a ```mermaid fence in
+    markdown) with a script of its page; a learner's must stay text until that is known safe."""
+    from autograder.pipeline.sanitize import sanitize_output
+
+    output = new_output("display_data", data={"text/vnd.mermaid": "graph TD; A-->B", "text/plain": "A->B"})
+    sanitize_output(output)
+    assert output["data"] == {"text/plain": "A->B"}
+    alone = new_output("display_data", data={"text/vnd.mermaid": "graph TD; A-->B"})
+    sanitize_output(alone)
+    assert list(alone["data"]) == ["text/plain"] and "text/vnd.mermaid" in alone["data"]["text/plain"]
+    html = markdown_as_html(new_markdown_cell("```mermaid\ngraph TD; A-->B\n```"))
+    assert "graph TD" in html and "class=" not in html and "<script" not in html  # text, no hook
