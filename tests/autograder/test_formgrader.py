@@ -36,6 +36,7 @@ PAYLOAD = ("from IPython.display import HTML, Javascript, SVG, display\n"
            "display(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\"><script>window.pwned = 4</script></svg>'))")
 
 
+CDN = "https://cdnjs.cloudflare.com/ajax/libs/"  # nbconvert's template: MathJax, require.js
 WIDGET_STATE = {"application/vnd.jupyter.widget-state+json": {"version_major": 2, "version_minor": 0, "state": {
     "f00d": {"model_name": "AnyModel", "model_module": "anywidget", "model_module_version": "~0.9.*",
              "state": {"_esm": "export default { initialize() { window.pwned = 6 } }"}}}}}
@@ -165,10 +166,21 @@ def test_formgrader_shows_our_scores_and_messages_and_keeps_a_manual_override(co
                 assert time.monotonic() < deadline, "the manual score never reached the gradebook"
                 time.sleep(0.5)
 
+            elsewhere = []  # what the learner's page asks of any origin but the server's (nbconvert's
+            # own page template loads MathJax and require.js from its CDN: not the learner's doing)
+            page.on("request", lambda r: None if r.url.startswith((url, "data:", "about:", "blob:", CDN))
+                    else elsewhere.append(r.url))
             page.goto(f"{url}/formgrader/submissions/{ids['mal']}")
             page.locator("input.score#grade_warmup_softmax").wait_for(timeout=60_000)
             assert page.evaluate("window.pwned") is None
             assert "bold" in page.locator("body").inner_text()
+            # the server's nbconvert view of the autograded notebook (a hub's single-user
+            # server shows a learner's notebook this way)
+            xsrf = next((c["value"] for c in page.context.cookies() if c["name"] == "_xsrf"), "")
+            shown = page.goto(f"{url}/nbconvert/html/autograded/mal/{ASSIGNMENT}/start_here.ipynb"
+                              f"?download=false&_xsrf={xsrf}", wait_until="load", timeout=120_000)
+            assert shown.ok and "bold" in page.content(), (shown.status, page.content()[:1000])
+            assert page.evaluate("window.pwned") is None and not elsewhere, elsewhere
             # the feedback as its learner opens it
             page.goto((course / "feedback" / "mal" / ASSIGNMENT / "start_here.html").as_uri())
             page.wait_for_selector("text=Score", timeout=30_000)
