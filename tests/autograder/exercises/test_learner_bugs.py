@@ -46,6 +46,7 @@ REVIEWED = {
     # named by their fix of the learner's line when the search has its time; on a machine too
     # busy for it (the search's clock backstop), by these equivalent single changes
     "dQ divided by the scale instead of multiplied": "a division where a multiplication belongs",
+    "one merge too few (range stops one early)": "a loop's end is off by one (one step short)",
 }
 
 # Where the diagnosis stands (measured on this bank; raise these as it improves).
