@@ -16,7 +16,7 @@ from autograder.exercises import by_function, get
 from autograder.judge.features import in_words
 from autograder.judge.verdict import helper_note, judge
 from autograder.kernel.cases import DIAGNOSIS_SECONDS, grading_folder, run_cases
-from autograder.kernel.repair import CHECK_SECONDS, decode_fixes, fixes
+from autograder.kernel.repair import CHECK_SECONDS, CHECK_SHARE, decode_fixes, fixes
 from autograder.kernel.transport import as_outputs
 from autograder.picture import show_first_failure
 
@@ -78,7 +78,8 @@ def _public_fixes(ex, namespace: dict, cases: list) -> list:
     probes, wants = ex.probes()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        found = fixes(namespace, ex.function, ex.call, probes, wants, cases, ex.rtol, ex.atol, budget=CHECK_SECONDS)
+        found = fixes(namespace, ex.function, ex.call, probes, wants, cases, ex.rtol, ex.atol,
+                      budget=CHECK_SECONDS, wall=CHECK_SECONDS + 1.0, sites=round(CHECK_SHARE * ex.search_sites))
     return decode_fixes(found, len(cases))
 
 

@@ -164,6 +164,7 @@ BPE_FEATURES = shape_features(**{
 
 BPE_MERGES = Exercise(
     id="encdec.bpe_merges",
+    search_sites=3600,  # benchmarks/repair_search.py: about 3 s of edits
     function="learn_merges",
     signature="learn_merges(words, counts, n_merges, first_id=259) -> merges (n_pairs, 2) int",
     cases=_merge_cases,
@@ -238,6 +239,7 @@ ENCODE_EQUIVALENT = {"bpe_encode: int(t) -> t": _NP_INT,
 
 BPE_ENCODE = Exercise(
     id="encdec.bpe_encode",
+    search_sites=2400,  # benchmarks/repair_search.py: about 3 s of edits
     function="bpe_encode",
     signature="bpe_encode(ids, merges, first_id=259) -> ids (1-D int)",
     cases=_encode_cases,
@@ -1105,6 +1107,7 @@ BEAM_EQUIVALENT = {
 
 BEAM_SEARCH = Exercise(
     id="encdec.beam_search",
+    search_sites=4000,  # benchmarks/repair_search.py: about 3 s of edits
     function="beam_search",
     signature="beam_search(next_log_probs, bos=1, eos=2, beam_size=3, max_len=10, alpha=1.0) "
               "-> (tokens, score)",

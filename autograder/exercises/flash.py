@@ -185,6 +185,7 @@ STATS_EQUIVALENT = {
 
 ONLINE_SOFTMAX = Exercise(
     id="flash.online_softmax",
+    search_sites=5000,  # benchmarks/repair_search.py: about 3 s of edits
     function="online_softmax_stats",
     signature="online_softmax_stats(s, block_k) -> (m, l), each (..., n_blocks)",
     cases=_stats_cases,
@@ -467,6 +468,7 @@ FORWARD_EQUIVALENT = {
 
 FORWARD = Exercise(
     id="flash.forward",
+    search_sites=3000,  # benchmarks/repair_search.py: about 3 s of edits
     function="flash_forward",
     signature="flash_forward(Q, K, V, causal=False, block_q=16, block_k=16) -> (out, lse)",
     cases=_forward_cases,
@@ -631,6 +633,7 @@ BACKWARD_EQUIVALENT = {
 
 BACKWARD = Exercise(
     id="flash.backward",
+    search_sites=3200,  # benchmarks/repair_search.py: about 3 s of edits
     function="flash_backward",
     signature="flash_backward(dout, Q, K, V, out, lse, causal=False, block_q=16, block_k=16) "
               "-> (dQ, dK, dV)",

@@ -544,6 +544,7 @@ STEP_MISTAKES = (
 
 KV_STEP = Exercise(
     id="gpt.kv_step",
+    search_sites=3600,  # benchmarks/repair_search.py: about 3 s of edits
     function="gpt_step",
     signature="gpt_step(token, pos, cache, params, n_heads) -> logits (B, vocab_size)",
     cases=_step_cases,

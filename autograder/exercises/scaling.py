@@ -183,6 +183,7 @@ COUNT_FEATURES = shape_features(**{
 
 PARAM_COUNT = Exercise(
     id="scaling.param_count",
+    search_sites=4500,  # benchmarks/repair_search.py: about 3 s of edits
     function="param_count",
     signature="param_count(n_layers, d_model, n_heads, vocab_size, n_ctx, d_ff, tied) -> int",
     cases=_count_cases,

@@ -174,6 +174,10 @@ class Exercise:
                hold at once on that case, as Python's ``tracemalloc`` counts it (numpy's arrays
                included), and in words what the whole array would take; a case past it fails
                with those words (``autograder.kernel.cases``). None: no limit.
+    search_sites: the edits the search for a fix of a learner's code tries at most
+               (``autograder.kernel.repair``): about 3 s of the exercise's calls on a 2-core
+               machine, as ``benchmarks/repair_search.py`` measures them; a count, so that
+               what a learner is told never depends on how busy the machine is.
     held_constant: for a backward pass, ``{"the mean": fn}`` where ``fn(**case)`` returns the
                gradients with that quantity of the forward held constant; feedback names the
                missing term when the learner's gradients match one.
@@ -198,6 +202,7 @@ class Exercise:
     int_scalars: bool = False
     equivalent: dict = field(default_factory=dict)
     memory: Callable[[Case], tuple[int, str] | None] | None = None
+    search_sites: int = 6000
 
     def _rng(self, label: str, key: bytes | None) -> np.random.Generator:
         message = f"{self.id}/{label}".encode()

@@ -64,5 +64,10 @@ def shape_features(**tests: Callable[[dict], bool]) -> Callable[[dict], list[str
     return features
 
 
-def in_words(features: list[str]) -> str:
-    return ", ".join(features) if features else "plain inputs"
+def in_words(features: list[str], most: int | None = None) -> str:
+    """``features`` as a list in words; past ``most`` of them, the rest counted."""
+    if not features:
+        return "plain inputs"
+    if most is not None and len(features) > most:
+        return ", ".join(features[:most]) + f" and {len(features) - most} more"
+    return ", ".join(features)

@@ -24,6 +24,7 @@ from autograder.kernel import wire
 from autograder.kernel.transport import REFUSED, STOPPED, Listed, OverMemory, Raised, as_outputs
 
 
+LABEL_FEATURES = 4  # what a case exercises, in its label: at most this many, the rest counted
 MIN_SEARCH = 0.3  # seconds the search among the mutants gets however late it starts
 AGAIN = "run again alone in a fresh process, on a case of the same kind the grader drew for it"
 UNREAD = Raised(wire.UNREAD)
@@ -167,8 +168,9 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
     deadline = None if seconds is None else time.monotonic() + seconds
     alone_at = alone if isinstance(alone, dict) else {}
     verdict = Verdict(ex.id, 0.0, float(ex.points), 0, len(cases))
-    verdict.changed = _changed_message(ex, cases, changed)
-    changed_at = _changed_cases(cases, changed)
+    changed_names = _changed_names(cases, changed)
+    verdict.changed = _changed_message(ex, changed_names)
+    changed_at = {i for i, names in enumerate(changed_names) if names}
     if len(results) != len(cases):
         verdict.messages.append(f"Recorded {len(results)} results for {len(cases)} cases; "
                                 "run the graded cell unchanged.")
@@ -182,7 +184,7 @@ def judge(ex: Exercise, cases: list, results: list, public: bool = False, fixes=
     for i, (case, got) in enumerate(zip(cases, results)):
         want = as_outputs(ex.reference(**case))
         wants.append(want)
-        label = f"{'case' if public else 'hidden case'} {i + 1} ({in_words(ex.describe(case))})"
+        label = f"{'case' if public else 'hidden case'} {i + 1} ({in_words(ex.describe(case), most=LABEL_FEATURES)})"
         if not isinstance(got, (tuple, Raised, OverMemory)):
             got = UNREAD  # not an outcome: a caller's bug costs this case, never the grading
         if isinstance(got, tuple) and i in alone_at and close(ex, got, want):
@@ -265,15 +267,11 @@ def _changed_names(cases: list, changed) -> list[list[str]]:
              if isinstance(name, str) and name in case] for case, these in zip(cases, changed)]
 
 
-def _changed_cases(cases: list, changed) -> set[int]:
-    """The indices of the cases whose call changed one of its inputs in place."""
-    return {i for i, names in enumerate(_changed_names(cases, changed)) if names}
-
-
-def _changed_message(ex: Exercise, cases: list, changed) -> str | None:
-    """What to tell when the learner's call changed its inputs in place on some case."""
+def _changed_message(ex: Exercise, changed_names: list[list[str]]) -> str | None:
+    """What to tell when the learner's call changed its inputs in place on some case
+    (``changed_names``: per case, the inputs changed, from ``_changed_names``)."""
     names = []
-    for these in _changed_names(cases, changed):
+    for these in changed_names:
         names += [name for name in these if name not in names]
     if not names:
         return None
@@ -448,18 +446,24 @@ def _confirmed_fix(ex: Exercise, wants: list, fixes, edits: int = 1) -> tuple[tu
     """(lines, message): the learner's line that one edit fixes, when that edit's outputs
     equal the reference's on every case, or the two lines where either of two edits does;
     no message when no edit does, or edits of more lines do. ``edits`` 2: the two edits,
-    made together, that do (two mistakes), where exactly one pair of lines is found."""
+    made together, that do (two mistakes), where exactly one pair of lines is found. An edit
+    that matches by coincidence (``loose``) names its line only, and only where no other does."""
     fixes = [_as_fix(f) for f in fixes or ()]
     if edits == 2:
         return _confirmed_pair(ex, wants, fixes)
-    good = {}  # line -> the words of each edit of it that makes every case match
-    for line, words, results, then, partial in fixes:
-        if then is not None or partial:
+    good, loose = {}, set()  # line -> the words of each edit of it that makes every case match
+    for fix in fixes:
+        if fix.then is not None or fix.partial or not _matches_all(ex, fix.results, wants):
             continue
-        if len(results) == len(wants) and all(r is not None and close(ex, r, w) for r, w in zip(results, wants)):
-            edits = good.setdefault(line, [])
-            if words not in edits:
-                edits.append(words)
+        if fix.loose:
+            loose.add(fix.line)
+            continue
+        edits = good.setdefault(fix.line, [])
+        if fix.words not in edits:
+            edits.append(fix.words)
+    if not good and len(loose) == 1:
+        line, = loose
+        return (line,), f"This line of yours looks like the mistake: `{line}`."
     if len(good) == 1:
         (line, [words, *others]), = good.items()
         if others:  # `new == word` made never true by any of three names: the line, not the edit;

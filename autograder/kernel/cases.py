@@ -234,10 +234,10 @@ def _fixes(namespace: dict, spec: dict, cases: list, seconds: float) -> list:
         # lazy: repair and its operators (30 ms) only when a graded cell searches for a fix, so
         # every notebook's `from autograder import ...` stays light
         from autograder.kernel.repair import SEARCH_SECONDS, fixes
-        probes, wants, rtol, atol = decode_probes(spec.get("probes"))
+        probes, wants, rtol, atol, sites = decode_probes(spec.get("probes"))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return fixes(namespace, spec["function"], spec["call"], probes, wants, cases, rtol, atol,
-                         budget=min(SEARCH_SECONDS, seconds - 0.5), wall=seconds - 0.5)
+                         budget=min(SEARCH_SECONDS, seconds - 0.5), wall=seconds - 0.5, sites=sites)
     except Exception:
         return []

@@ -17,6 +17,11 @@ A fix found there is run on the graded cases, and the judge names it only if its
 equal the reference's on every graded case: the sandbox cannot make a wrong claim pass, and
 the grade never depends on this search. The search runs in a forked child with deadlines and
 a memory limit (``autograder.kernel.contained``).
+
+Its budget is counted, not timed: it tries at most ``sites`` edits (the exercise's
+``search_sites``, calibrated by ``benchmarks/repair_search.py`` to about 3 s on a 2-core machine),
+so the same code is told the same thing on a busy machine as on an idle one. The CPU deadline
+is a backstop for code far slower than the exercise's own, which is then told less.
 """
 from __future__ import annotations
 
@@ -30,7 +35,8 @@ from typing import NamedTuple
 import numpy as np
 
 from autograder.kernel.calls import run
-from autograder.kernel.contained import Overtime, call_within, in_child
+from autograder.kernel.contained import CALL_SECONDS, Overtime, call_within, in_child
+from autograder.kernel.edits import call_name
 from autograder.kernel.operators import changes, compile_changed, parsed_def, replaced, slots_of
 from autograder.kernel.transport import as_outputs, decode_array, encode_array
 
@@ -39,23 +45,34 @@ class Fix(NamedTuple):
     """An edit of the learner's line ``line`` (``words``: what to change) with the code's
     outputs on the graded cases after it (``results``, per case, None where it raised);
     ``then``: (line, words) of a second edit made with it; ``partial``: the edit sets part of
-    the probes right, not all (the judge may find the rest a listed mistake)."""
+    the probes right, not all (the judge may find the rest a listed mistake); ``loose``: the
+    cases match whatever value the edit puts in (``_loose``), a coincidence: the line is
+    right, the edit teaches nothing."""
     line: str
     words: str
     results: list
     then: tuple | None = None
     partial: bool = False
+    loose: bool = False
 
-SEARCH_SECONDS = 3.0  # CPU seconds for the whole search in the graded cell
-CHECK_SECONDS = 0.8   # in the check cell, which answers within 2 s
+SEARCH_SITES = 6000   # edits tried at most, where the exercise sets no ``search_sites``
+SEARCH_SECONDS = 8.0  # CPU seconds at most (a backstop: the count ends a search at about 3 s)
+CHECK_SHARE = 0.3     # of the edits, in the check cell, which answers within 2 s,
+CHECK_SECONDS = 1.5   # and its backstop
+CALL_FACTOR = 20      # an edited call may take this many times the code's own slowest probe,
+CALL_FLOOR = 0.02     # or this many CPU seconds, whichever is more (an edit that makes a loop
+                      # run on is cut soon: ten such calls at ``CALL_SECONDS`` were most of a search)
 MAX_FIXES = 3         # fixes kept (the judge names one only if they agree on the line)
 PARTS = 3             # edits that fix part of the probes, from which a second edit is searched
-FIRST_SHARE = 0.6     # of the search's time, for single edits when none fixes every probe
+FIRST_SHARE = 0.6     # of the edits, for single edits when some fix part of the probes but none all
 PART = 0.25           # the share of a probe's elements an edit must set right to fix part,
 HALF = 0.5            # or the share of the error it may leave
 MAX_TEXT = 300        # characters of a fix's words or line
 SHORT = 12            # an expression shorter than this is shown with what holds it,
 LONG = 60             # if that is not longer than this
+last_search = {}      # how the last search in this process ended, for benchmarks/repair_search.py:
+                      # edits tried ("sites"), and "stop": "count", "clock" or "done" (all tried)
+SHAPE_ONLY = ("zeros_like", "ones_like", "empty_like", "full_like", "len", "shape", "ndim", "size", "dtype")
 
 
 def learner_functions(namespace: dict, function: str) -> list:
@@ -85,10 +102,10 @@ def _close(got, want, rtol: float, atol: float) -> bool:
     return True
 
 
-def _outputs(view: dict, function: str, call: str | None, case: dict):
+def _outputs(view: dict, function: str, call: str | None, case: dict, seconds: float = CALL_SECONDS):
     try:
         with np.errstate(all="ignore"):
-            return call_within(lambda: as_outputs(run(view, function, call, copy.deepcopy(case))))
+            return call_within(lambda: as_outputs(run(view, function, call, copy.deepcopy(case))), seconds)
     except (Exception, Overtime):
         return None
 
@@ -130,10 +147,15 @@ def _where(stmt, new_owner) -> str:
 
 class _Tidy(ast.NodeTransformer):
     """Arithmetic of small integers folded, for the words only: ``n - 1 + 1`` is ``n``,
-    ``1 - 1`` is ``0``, ``-0`` is ``0``."""
+    ``1 - 1`` is ``0``, ``-0`` is ``0``; an identity dropped, as a learner writes it:
+    ``d_model // 1``, ``x * 1``, ``1 * x``, ``x / 1``, ``x ** 1``, ``0 + x`` are ``d_model``, ``x``."""
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
+        if isinstance(node.op, (ast.Mult, ast.Div, ast.FloorDiv, ast.Pow)) and _one(node.right):
+            return node.left
+        if isinstance(node.op, ast.Mult) and _one(node.left) or isinstance(node.op, ast.Add) and _zero(node.left):
+            return node.right
         if not isinstance(node.op, (ast.Add, ast.Sub)) or not _int(node.right):
             return node
         step = node.right.value if isinstance(node.op, ast.Add) else -node.right.value
@@ -165,6 +187,14 @@ def _short_numbers(code: str) -> str:
 
 def _int(node) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _one(node) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value == 1
+
+
+def _zero(node) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value == 0
 
 
 def _tidy(code: str) -> str:
@@ -211,18 +241,23 @@ def _describe(site, nodes, parents, lines, host: str, main: str) -> tuple[str, s
 
 
 def _search(namespace: dict, function: str, call: str | None, probes: list, wants: list,
-            cases: list, rtol: float, atol: float, deadline: float) -> list[dict]:
+            cases: list, rtol: float, atol: float, deadline: float, sites: int) -> list[dict]:
     """The single edits that fix every probe; failing that, edits of two lines together that
-    do, searched from the edits that fix part (``_partly``, the first ``FIRST_SHARE`` of the
-    time); failing that, those partial edits (``partial``), for the judge to hold against the
-    listed mistakes."""
+    do, searched from the edits that fix part (``_partly``; the first ``FIRST_SHARE`` of the
+    ``sites`` edits tried go to single edits); failing that, those partial edits
+    (``partial``), for the judge to hold against the listed mistakes."""
     view = dict(namespace)  # the learner's functions see each other through this copy
     own = {}
     for fn in learner_functions(namespace, function):
         twin = types.FunctionType(fn.__code__, view, fn.__name__, fn.__defaults__, fn.__closure__)
         twin.__kwdefaults__ = fn.__kwdefaults__
         view[fn.__name__] = own[fn.__name__] = twin
-    base = [_outputs(view, function, call, p) for p in probes]
+    base, slowest = [], 0.0
+    for p in probes:
+        start = time.process_time()
+        base.append(_outputs(view, function, call, p))
+        slowest = max(slowest, time.process_time() - start)
+    limit = min(CALL_SECONDS, max(CALL_FLOOR, CALL_FACTOR * slowest))
     failing = [i for i, (b, w) in enumerate(zip(base, wants)) if not _close(b, w, rtol, atol)]
     if not failing:
         return []
@@ -231,17 +266,19 @@ def _search(namespace: dict, function: str, call: str | None, probes: list, want
     before = _matching(base[first], wants[first], rtol, atol)
     keys = sorted(_keys(probes))
     found, partly = [], []  # partly: (score, name, site, said) of edits that fix part
-    first_end = time.process_time() + FIRST_SHARE * max(0.0, deadline - time.process_time())
+    tried, first_end = 0, int(FIRST_SHARE * sites)
+    last_search.clear()
+    last_search.update(sites=0, stop="done")
 
     def fixed_by(name, fn, tree, slots, site) -> tuple[bool, tuple | None]:
         """(whether ``site`` fixes every probe, its score where it fixes part)."""
         view[name] = compile_changed(fn, tree, slots, site, globs=view)
-        got = _outputs(view, function, call, probes[first])
+        got = _outputs(view, function, call, probes[first], limit)
         if not _close(got, wants[first], rtol, atol):
             return False, _better(_matching(got, wants[first], rtol, atol), before)
         for n, i in enumerate(order[1:], start=1):
             if time.process_time() > deadline or \
-                    not _close(_outputs(view, function, call, probes[i]), wants[i], rtol, atol):
+                    not _close(_outputs(view, function, call, probes[i], limit), wants[i], rtol, atol):
                 return False, ((3, n) if i in failing else None)
         return True, None
 
@@ -254,8 +291,12 @@ def _search(namespace: dict, function: str, call: str | None, probes: list, want
         parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
         names = {n.id for n in nodes if isinstance(n, ast.Name)}
         for site in changes(tree, names, repair=True, keys=keys):
-            if time.process_time() > (first_end if partly and not found else deadline):
+            if tried >= (first_end if partly and not found else sites) or time.process_time() > deadline:
+                last_search["stop"] = "clock" if time.process_time() > deadline else \
+                    "count" if tried >= sites else "done"  # or on to second edits
                 break  # nothing fixes it all yet, but something fixes part: a second edit next
+            tried += 1
+            last_search["sites"] = tried
             try:
                 ok, score = fixed_by(name, fn, tree, slots, site)
                 if not ok and score is None:
@@ -269,17 +310,73 @@ def _search(namespace: dict, function: str, call: str | None, probes: list, want
                     continue
                 if any(f["line"] == said[0] and f["words"] == said[1] for f in found):
                     continue
-                found.append(_with_results(said, view, function, call, cases))
-                if len(found) >= MAX_FIXES:
-                    return found
+                loose = _loose(site, fn, tree, slots, parents, nodes,
+                               lambda: all(_close(_outputs(view, function, call, probes[i], limit), wants[i], rtol, atol)
+                                           for i in order), name, view)
+                view[name] = compile_changed(fn, tree, slots, site, globs=view)
+                found.append(_with_results(said, view, function, call, cases, loose=loose))
+                if sum(not f.get("loose") for f in found) >= MAX_FIXES or len(found) >= 2 * MAX_FIXES:
+                    return _kept(found)
             except Exception:  # a change that does not compile
                 continue
             finally:
                 view[name] = own[name]
     if found or not partly:
-        return found
+        return _kept(found)
     return _second_edits(partly, own, view, function, call, probes, wants, order, cases, keys,
-                         rtol, atol, deadline)
+                         rtol, atol, deadline, sites - tried, limit)
+
+
+def _kept(found: list[dict]) -> list[dict]:
+    """The fixes to report: those whose value matters first (``_loose``), at most ``MAX_FIXES``."""
+    return sorted(found, key=lambda f: bool(f.get("loose")))[:MAX_FIXES]
+
+
+def _perturbations(value: ast.expr) -> list[ast.expr]:
+    """``value`` negated, with one added, doubled: three other values of the same kind."""
+    return [ast.UnaryOp(ast.USub(), copy.deepcopy(value)),
+            ast.BinOp(copy.deepcopy(value), ast.Add(), ast.Constant(1)),
+            ast.BinOp(ast.Constant(2), ast.Mult(), copy.deepcopy(value))]
+
+
+def _loose(site, fn, tree, slots, parents, nodes, fixes_all, name, view) -> bool:
+    """Whether the cases match whatever value ``site`` (an edit that fixes every probe) puts
+    in: with that value negated, one added or doubled (``_perturbations``), every probe still
+    matches (``fixes_all()``, with ``view[name]`` the changed function), for the whole new
+    expression or, for a term added, for the term. Such an edit works by coincidence, not by
+    what it computes: ``m_new = m + block_k`` where the learner's ``m_new = m`` aliases an
+    array that is then overwritten (a copy is what mattered), ``T + block(x)`` before a layer
+    norm that ignores any shift. A value used for its shape only (``np.zeros_like(W)``,
+    ``len(xs)``) is expected not to matter and is not tried."""
+    new = site.new
+    if site.line is not None or not isinstance(new, ast.expr):
+        return False
+    parent = parents.get(id(nodes[site.index]))
+    spots = []  # (the value to vary, how to put a varied copy back into the edit)
+    if not (isinstance(parent, ast.Call) and parent.args and parent.args[0] is nodes[site.index]
+            and call_name(parent) in SHAPE_ONLY or isinstance(parent, ast.Attribute) and parent.attr in SHAPE_ONLY):
+        spots.append((new, lambda v: v))
+    if site.family == "term" and isinstance(new, ast.BinOp):
+        side = "right" if isinstance(new.right, ast.Name) else "left"
+        spots.append((getattr(new, side), lambda v, side=side: _with_side(new, side, v)))
+    for value, put in spots:
+        if all(_fixes_with(fn, tree, slots, site, put(v), fixes_all, name, view) for v in _perturbations(value)):
+            return True
+    return False
+
+
+def _with_side(node: ast.BinOp, side: str, value) -> ast.BinOp:
+    twin = copy.copy(node)
+    setattr(twin, side, value)
+    return twin
+
+
+def _fixes_with(fn, tree, slots, site, new, fixes_all, name, view) -> bool:
+    try:
+        view[name] = compile_changed(fn, tree, slots, type(site)(site.index, new, site.family, ""), globs=view)
+    except Exception:  # a variant that does not compile
+        return False
+    return fixes_all()
 
 
 def _matching(got, want, rtol: float, atol: float) -> tuple[int, float, float] | None:
@@ -316,7 +413,7 @@ def _better(now, before) -> tuple | None:
     return None
 
 
-def _with_results(said, view, function, call, cases, then=None, partial=False) -> dict:
+def _with_results(said, view, function, call, cases, then=None, partial=False, loose=False) -> dict:
     """A fix as the graded cell reports it: the line, the change, its outputs on ``cases``."""
     results = [_outputs(view, function, call, c) for c in cases]
     fix = {"line": said[0][:MAX_TEXT], "words": said[1][:MAX_TEXT],
@@ -325,15 +422,18 @@ def _with_results(said, view, function, call, cases, then=None, partial=False) -
         fix["then"] = {"line": then[0][:MAX_TEXT], "words": then[1][:MAX_TEXT]}
     if partial:
         fix["partial"] = True
+    if loose:
+        fix["loose"] = True
     return fix
 
 
 def _second_edits(partly, own, view, function, call, probes, wants, order, cases, keys,
-                  rtol, atol, deadline) -> list[dict]:
+                  rtol, atol, deadline, sites: int, limit: float) -> list[dict]:
     """Edits of the learner's code made after one of the partial edits ``partly`` that,
-    together with it, fix every probe (two mistakes, two edits); else the partial edits
-    themselves, with their outputs on ``cases``."""
-    found = []
+    together with it, fix every probe (two mistakes, two edits; ``sites`` tried at most, each
+    call within ``limit`` CPU seconds);
+    else the partial edits themselves, with their outputs on ``cases``."""
+    found, tried = [], 0
     for _, name, site, said in partly:
         fn = own[name]
         tree, lines = parsed_def(fn)
@@ -342,16 +442,24 @@ def _second_edits(partly, own, view, function, call, probes, wants, order, cases
         parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
         names = {n.id for n in nodes if isinstance(n, ast.Name)}
         for second in changes(once, names, repair=True, keys=keys):
-            if time.process_time() > deadline:
+            if tried >= sites or time.process_time() > deadline:
+                last_search["stop"] = "clock" if time.process_time() > deadline else "count"
                 break
+            tried += 1
+            last_search["sites"] = last_search.get("sites", 0) + 1
             try:
                 view[name] = compile_changed(fn, once, slots, second, globs=view)
                 if not all(time.process_time() < deadline and
-                           _close(_outputs(view, function, call, probes[i]), wants[i], rtol, atol) for i in order):
+                           _close(_outputs(view, function, call, probes[i], limit), wants[i], rtol, atol) for i in order):
                     continue
                 then = _describe(second, nodes, parents, lines, name, function)
                 if then is None or then == said:
                     continue
+                if _loose(second, fn, once, slots, parents, nodes, lambda: all(
+                        _close(_outputs(view, function, call, probes[i], limit), wants[i], rtol, atol) for i in order),
+                          name, view):
+                    continue  # a second edit that matches by coincidence: look further
+                view[name] = compile_changed(fn, once, slots, second, globs=view)
                 found.append(_with_results(said, view, function, call, cases, then=then))
                 break  # one second edit per first: the judge names a pair only where it is the only one
             except Exception:  # a change that does not compile
@@ -390,17 +498,18 @@ def _applied(tree: ast.FunctionDef, site) -> ast.FunctionDef:
 
 
 def fixes(namespace: dict, function: str, call: str | None, probes: list, wants: list, cases: list,
-          rtol: float, atol: float, budget: float = SEARCH_SECONDS, wall: float | None = None) -> list[dict]:
+          rtol: float, atol: float, budget: float = SEARCH_SECONDS, wall: float | None = None,
+          sites: int = SEARCH_SITES) -> list[dict]:
     """Single edits of the learner's code after which its outputs equal ``wants`` on every one
     of ``probes`` (at least one of which fails as written), each with its outputs on ``cases``:
     ``{"line": the learner's line, "words": the change, "results": per case, the outputs as
     encoded arrays or None where the changed code raised}``. Empty when the learner's code
-    passes every probe, no edit fixes it, or the search found no answer within ``budget``
-    CPU seconds (``wall`` on the clock)."""
+    passes every probe or no edit of the ``sites`` tried fixes it, and also when the search
+    ran past ``budget`` CPU seconds (``wall`` on the clock: a backstop)."""
     if not probes:
         return []
     found = in_child(lambda deadline: _search(namespace, function, call, probes, wants, cases,
-                                              rtol, atol, deadline), budget, wall)
+                                              rtol, atol, deadline, sites), budget, wall)
     return found or []
 
 
@@ -415,7 +524,7 @@ def decode_fixes(payload, n_cases: int) -> list[Fix]:
             then = None if then is None else (str(then["line"])[:MAX_TEXT], str(then["words"])[:MAX_TEXT])
             if len(results) == n_cases:
                 out.append(Fix(str(fix["line"])[:MAX_TEXT], str(fix["words"])[:MAX_TEXT], results, then,
-                               fix.get("partial") is True))
+                               fix.get("partial") is True, fix.get("loose") is True))
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
             continue
     return out[:MAX_FIXES]

@@ -149,18 +149,19 @@ def decode_cases(payload: dict) -> list:
     return [decode_value(c) for c in payload["cases"]]
 
 
-def encode_probes(cases: list, wants: list, rtol: float, atol: float) -> dict:
-    return {"cases": [encode_value(c) for c in cases], "rtol": rtol, "atol": atol,
+def encode_probes(cases: list, wants: list, rtol: float, atol: float, sites: int) -> dict:
+    """``sites``: the edits the search may try (``Exercise.search_sites``)."""
+    return {"cases": [encode_value(c) for c in cases], "rtol": rtol, "atol": atol, "sites": int(sites),
             "wants": [[encode_array(a) for a in w] for w in wants]}
 
 
-def decode_probes(payload: dict | None) -> tuple[list, list, float, float]:
-    """(cases, expected outputs, rtol, atol); nothing when the grader sent no probes."""
+def decode_probes(payload: dict | None) -> tuple[list, list, float, float, int]:
+    """(cases, expected outputs, rtol, atol, edits to try); nothing when the grader sent no probes."""
     if not payload:
-        return [], [], 0.0, 0.0
+        return [], [], 0.0, 0.0, 0
     return ([decode_value(c) for c in payload["cases"]],
             [tuple(decode_array(a) for a in w) for w in payload["wants"]],
-            float(payload["rtol"]), float(payload["atol"]))
+            float(payload["rtol"]), float(payload["atol"]), int(payload["sites"]))
 
 
 # --- results: per case, its outcome ---------------------------------------------------------

@@ -198,13 +198,14 @@ def _short_block(node, code):
 
 
 def _accumulated(node, code):
-    """``=`` made ``+=``; a parameter assigned made its ``.copy()`` (the input kept)."""
+    """``=`` made ``+=``; a variable assigned made its ``.copy()``: a parameter's (the input
+    kept) or another's (``m_new = m``, then ``m_new[...] = ...`` changes ``m`` too)."""
     if not isinstance(node, ast.Assign) or len(node.targets) != 1 \
             or not isinstance(node.targets[0], (ast.Subscript, ast.Name)):
         return
     yield code.site(node, ast.AugAssign(copy.deepcopy(node.targets[0]), ast.Add(), copy.deepcopy(node.value)),
                     "statement")
-    if isinstance(node.value, ast.Name) and node.value.id in code.params:
+    if isinstance(node.value, ast.Name) and node.value.id in code.variables:
         new = copy.deepcopy(node)
         new.value = ast.Call(ast.Attribute(copy.deepcopy(node.value), "copy", ast.Load()), [], [])
         yield code.site(node, new, "copy")
@@ -223,6 +224,13 @@ def _size_as_length(node, code):
     if isinstance(node, ast.Attribute) and node.attr == "size" and isinstance(node.ctx, ast.Load):
         for axis in ("-1", "0"):
             yield code.site(node, ast.parse(f"{ast.unparse(node.value)}.shape[{axis}]", mode="eval").body, "bound")
+
+
+def _left_dropped(node, code):
+    """``a + b`` or ``a * b`` -> ``b``: a term or a factor put before the right one, dropped
+    (an extra residual: ``x = x + block(x)`` where the block adds ``x`` itself)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
+        yield code.site(node, copy.deepcopy(node.right), "term")
 
 
 def _other_operator(node, code):
@@ -304,7 +312,7 @@ def _extra_lines(owner, code):
 UNDOING = (_swapped_items, _held_name, _loop_item, _dropped_slice, _own_item_dropped, _bracketed,
            _axes_added_dropped, _negated, _no_leak, _reduction_axis, _more_flips, _own_call_dropped,
            _elementwise_dropped, _join_axis, _short_block, _accumulated, _last_two_axes, _size_as_length,
-           _other_operator, _regrouped, _other_compare, _other_key, _extra_lines)
+           _left_dropped, _other_operator, _regrouped, _other_compare, _other_key, _extra_lines)
 
 
 def added_terms(code: Code):

@@ -234,7 +234,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         again = {i: ex_cases for i, ex_cases in graded.items() if rerun.again(*ex_cases)}
         with Sandbox(forbidden, isolate) as box:
             for i, (ex, cases) in graded.items():
-                probes = encode_probes(*ex.probes(graded=cases), ex.rtol, ex.atol)
+                probes = encode_probes(*ex.probes(graded=cases), ex.rtol, ex.atol, ex.search_sites)
                 box.write_cases(ex.id, {**encode_cases(ex.id, ex.function, ex.call, cases, ex.signature, probes,
                                                        ex.memory_limits(cases)), PICKLE: i in again})
             until = monotonic() + self.time_budget  # the reruns' share is kept from the cells

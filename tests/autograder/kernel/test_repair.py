@@ -9,12 +9,14 @@ import numpy as np
 from autograder.kernel import cases as kernel
 from autograder.exercises import get
 from autograder.judge.verdict import judge
+from autograder.kernel import repair
+from autograder.kernel.contained import _armed
 from autograder.kernel.repair import decode_fixes, fixes
 from autograder.kernel.transport import MIME, as_outputs, encode_cases, encode_probes
 from exercise_bank import TEST_KEY
 from autograder.grading import grade_notebook
 from helpers import SOLUTIONS, mutant
-from solution_cells import _run_cell, namespace_with
+from solution_cells import _run_cell, edited, namespace_with
 
 SOFTMAX_MIN = '''
 def softmax(z, axis=-1):
@@ -99,6 +101,77 @@ def softmax(z, axis=-1):
     assert all(f["line"] for f in found)
 
 
+def test_an_edit_that_matches_by_coincidence_is_said_as_its_line_only():
+    """An extra residual before the final layer norm: `x + gpt_block(...)` made
+    `T + gpt_block(...)` makes every case match (a layer norm ignores any shift), but so would
+    any number: the search marks it loose, and the judge offers the edit a learner would
+    write, the term dropped. Where only loose edits are found, the line is said alone."""
+    ex = get("gpt.forward")
+    line = "x = x + gpt_block(x, p, n_heads)"
+    scope = namespace_with(ex.id, edited(ex.id, "x = gpt_block(x, p, n_heads)", line))
+    cases = ex.graded_cases(TEST_KEY)
+    probes, wants = ex.probes()
+    found = fixes(scope, ex.function, ex.call, probes, wants, cases, ex.rtol, ex.atol)
+    loose = {f["words"] for f in found if f.get("loose")}
+    plain = {f["words"] for f in found if not f.get("loose")}
+    assert any("`T + gpt_block" in w for w in loose), found
+    assert plain == {"with `gpt_block(x, p, n_heads)` in place of `x + gpt_block(x, p, n_heads)`"}, found
+    results = kernel.run_cases(scope, ex.function, ex.call, cases)
+    named = judge(ex, cases, results, fixes=decode_fixes(found, len(cases)))
+    assert named.lines == (line,) and "With `gpt_block(x, p, n_heads)` in place of" in named.messages[0]
+    only_loose = judge(ex, cases, results, fixes=[f for f in decode_fixes(found, len(cases)) if f.loose])
+    assert only_loose.messages[0] == f"This line of yours looks like the mistake: `{line}`.", only_loose.messages
+    assert only_loose.points == named.points == judge(ex, cases, results).points
+
+
+def test_a_copy_is_offered_where_an_alias_is_overwritten():
+    """`m_new = m`, then `m_new[...] = ...`: the running maximum changes in place. Any value
+    in place of `m` would do there (`block_k * m`, overwritten at once): those are loose; the
+    edit offered is the copy."""
+    ex = get("flash.online_softmax")
+    scope = _learner('''
+def online_softmax_stats(s, block_k):
+    m = np.full(s.shape[:-1], -np.inf)
+    l = np.zeros(s.shape[:-1])
+    ms, ls = [], []
+    for start in range(0, s.shape[-1], block_k):
+        block = s[..., start:start + block_k]
+        m_new = m
+        m_new[...] = np.maximum(m, block.max(axis=-1))
+        shift = np.where(np.isfinite(m_new), m_new, 0.0)
+        l = np.exp(m - shift) * l + np.exp(block - shift[..., None]).sum(axis=-1)
+        m = m_new
+        ms.append(m.copy())
+        ls.append(l)
+    return np.stack(ms, axis=-1), np.stack(ls, axis=-1)
+''')
+    probes, wants = ex.probes()
+    found = fixes(scope, ex.function, ex.call, probes, wants, probes, ex.rtol, ex.atol)
+    assert [f["words"] for f in found if not f.get("loose")] == ["with `m_new = m.copy()` in place of `m_new = m`"]
+    assert all("* m" in f["words"] for f in found if f.get("loose")) and len(found) > 1
+
+
+def test_the_search_is_counted_so_a_busy_machine_is_told_the_same():
+    """The search ends after ``sites`` edits, not at a time: code four times slower (a busy
+    machine) tries the same edits and is told the same."""
+    ex = get("warmup.softmax")
+    probes, wants = ex.probes()
+    runs = []
+    for slow in (1, 4):
+        scope = _learner(SOFTMAX_MIN.replace("np.exp(shifted)", "np.exp(2 * shifted)")  # two mistakes
+                         .replace("    e =", f"    [np.exp(z).sum() for _ in range({slow * 200})]\n    e ="))
+        runs.append(_armed(lambda deadline: repair._search(scope, ex.function, ex.call, probes, wants, probes,
+                                                           ex.rtol, ex.atol, deadline, 30), 60.0))
+        assert repair.last_search == {"sites": 30, "stop": "count"}
+    assert runs[0] == runs[1]
+
+
+def test_fixes_are_worded_as_a_learner_writes_them():
+    from autograder.kernel.repair import _tidy
+    assert [_tidy(c) for c in ("d_model // 1", "x * 1", "1 * x", "x / 1.0", "x ** 1", "0 + x", "n - 1 + 1",
+                               "(a + b) * 1", "x * 2")] == ["d_model", "x", "x", "x", "x", "x", "n", "a + b", "x * 2"]
+
+
 def test_no_search_when_the_probes_pass():
     ex = get("warmup.softmax")
     scope = namespace_with("warmup.softmax")
@@ -112,7 +185,7 @@ def test_the_graded_cell_records_fixes_beside_its_outputs(tmp_path, monkeypatch,
     ex = get("warmup.softmax")
     cases = ex.graded_cases(TEST_KEY)
     probes, wants = ex.probes()
-    spec = encode_cases(ex.id, ex.function, ex.call, cases, ex.signature, encode_probes(probes, wants, ex.rtol, ex.atol))
+    spec = encode_cases(ex.id, ex.function, ex.call, cases, ex.signature, encode_probes(probes, wants, ex.rtol, ex.atol, ex.search_sites))
     (tmp_path / f"{ex.id}.json").write_text(json.dumps(spec))
     monkeypatch.setenv(kernel.CASES_ENV, str(tmp_path))
     shown = []
