@@ -137,11 +137,13 @@ class _Client(NotebookClient):
     """nbclient that keeps at most ``output_limit`` characters of a cell's output, and at most
     ``notebook_limit`` of all cells' but the graded ones, together.
 
-    Printed text and displayed data count separately (a graded cell displays its outputs as
-    data, which may be large); past either limit the rest of the cell's output is dropped.
+    Printed text and displayed data (with its metadata) count separately (a graded cell displays
+    its outputs as data, which may be large); past either limit the rest of the cell's output is
+    dropped.
     The graded cells' outputs are what the judge reads: other cells' printing never cuts them.
     A message whose content nbclient or nbformat cannot make an output of is dropped, with a
-    line on the cell's stderr saying so (``process_message``).
+    line on the cell's stderr saying so, and an execution count that is not a count is none
+    (``process_message``).
     """
 
     output_limit = Integer(1_000_000)
@@ -152,7 +154,7 @@ class _Client(NotebookClient):
         sizes = self.__dict__.setdefault("_sizes", {})
         content = msg.get("content", {})
         text = len(str(content.get("text", ""))) + len(str(content.get("traceback", "")))
-        data = len(str(content.get("data", "")))
+        data = len(str(content.get("data", ""))) + len(str(content.get("metadata", "")))
         used = sizes.setdefault(cell_index, [0, 0])
         used[0] += text
         used[1] += data
@@ -176,6 +178,13 @@ class _Client(NotebookClient):
             cell.outputs.append(new_output("stream", name="stderr",
                                            text=UNREAD.format(why(err))))
             return None
+        finally:
+            # nbclient copies any message's "execution_count" into the cell unchecked; text there
+            # fails nbconvert's check of the notebook after this step (the grading), and the HTML
+            # templates write it as it is (``In [<img onerror=...>]``)
+            count = cell.get("execution_count")
+            if count is not None and not (type(count) is int and 0 <= count < 1 << 31):
+                cell["execution_count"] = None
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -6,11 +6,10 @@ import json
 import nbformat
 import pytest
 from jupyter_client.session import Session
-from nbformat.v4 import new_code_cell
 
 from autograder.kernel import wire
 from autograder.pipeline.messages import DATA_LIMIT, KernelSession
-from helpers import SOLUTIONS, grade
+from helpers import SOLUTIONS, grade, with_cells
 
 SOLUTION = SOLUTIONS / "00_start_here" / "start_here.ipynb"
 KEY = b"k" * 32
@@ -105,14 +104,33 @@ def test_a_message_the_grader_cannot_read_costs_nothing(tmp_path, cell):
     """Each ended nbgrader's autograde of the notebook (a traceback, no grade) before the
     kernel's messages were read strictly; now both exercises keep their points, the cell after
     runs, and the cell says what was dropped (a reply's note is its own, shown nowhere)."""
-    nb = nbformat.read(SOLUTION, as_version=4)
-    at = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "grade_warmup_softmax")
-    nb.cells[at + 1:at + 1] = [new_code_cell(cell), new_code_cell("print('the next cell ran')")]
-    nbformat.write(nb, tmp_path / SOLUTION.name)
-    result = grade(tmp_path / SOLUTION.name)
+    result = grade(with_cells(SOLUTION, "grade_warmup_softmax", [cell, "print('the next cell ran')"], tmp_path))
     assert result.total == result.max_total == 4, [e.messages for e in result.exercises]
-    cells = json.loads(result.autograded)["cells"][at + 1:at + 3]
-    said = [json.dumps(c["outputs"]) for c in cells]
+    cells = json.loads(result.autograded)["cells"]
+    at = next(i for i, c in enumerate(cells) if "".join(c["source"]) == cell)
+    said = [json.dumps(c["outputs"]) for c in cells[at:at + 2]]
     assert "the next cell ran" in said[1]
     assert "could not read" in said[0] or "reply" in cell, said[0]
     assert "NaN" not in said[0].replace("NaN is not", ""), said[0]
+
+
+COUNT = '<img src=x id=count onerror="__xss=9">'
+
+
+def test_an_execution_count_and_a_stream_name_of_the_kernels_making_are_not_shown(tmp_path):
+    """nbclient copies a message's ``execution_count`` into the cell unchecked: text there ended
+    the grading (nbconvert checks the notebook after each step), and the pages write it as it is
+    (``In [...]``); a stream may name itself anything (``sanitize.readable``)."""
+    from autograder.grading import grade_notebook
+
+    send = ("k = get_ipython().kernel\n"
+            "k.session.send(k.iopub_socket, 'display_data', parent=k.get_parent(), content={'data': {'text/plain': 'x'},\n"
+            f"               'metadata': {{}}, 'execution_count': {COUNT!r}}})\n"
+            "k.session.send(k.iopub_socket, 'stream', parent=k.get_parent(), content={'name': '<b>', 'text': 'y'});\n")
+    path = with_cells(SOLUTION, "grade_warmup_softmax", [send], tmp_path)
+    result = grade_notebook(path, feedback_to=tmp_path / "feedback.html")
+    assert result.total == result.max_total == 4, [e.messages for e in result.exercises]
+    assert "<img src=x id=count" not in (tmp_path / "feedback.html").read_text()  # in the source, escaped
+    cell = next(c for c in nbformat.reads(result.autograded, as_version=4).cells if c.source == send)
+    assert type(cell.execution_count) in (int, type(None)), cell.execution_count
+    assert "a stream named '<b>'" in cell.outputs[-1].text, cell.outputs
