@@ -107,6 +107,23 @@ def test_an_old_nbformat_and_odd_cells_are_read(tmp_path):
     assert result.total == 4, [e.messages for e in result.exercises]
 
 
+@pytest.mark.parametrize("name, said", [("ir", "(`ir`)"), ("<img src=x onerror=alert(1)>", "(another one)"),
+                                        (7, "(another one)")])
+def test_a_notebook_asking_for_another_kernel_is_graded_with_the_courses_and_a_note(tmp_path, name, said):
+    nb = nbformat.read(SOLUTION, as_version=4)
+    nb.metadata["kernelspec"] = {"name": name, "display_name": "R", "language": "R"}
+    path = tmp_path / SOLUTION.name
+    path.write_text(json.dumps(nb))  # as a learner's file may be: nbformat.write checks the name
+    result = grade(path)
+    assert result.total == 4, [e.messages for e in result.exercises]
+    notes = [n for n in result.notes if "asks for a kernel other than the course's" in n]
+    assert len(notes) == 1 and said in notes[0], result.notes
+
+
+def test_the_courses_own_kernel_gets_no_note(tmp_path):
+    assert not [n for n in grade(SOLUTION).notes if "kernel other than" in n]
+
+
 def test_grading_twice_gives_the_same_result_and_json_agrees(tmp_path):
     path = mutant(SOLUTION, "warmup_softmax_jvp", JVP, "return s * g", tmp_path)
     first, second = grade(path), grade(path)
@@ -197,7 +214,7 @@ BROKEN = {  # what broke nbgrader batches (its issue #1941): score, and words of
     "inserted": (_inserted, 4, ""),
     "solution-deleted": (_solution_deleted, 2, "was missing; the grader put the blank one back"),
     "merged": (_merged, 4, ""),
-    "other-kernel": (_other_kernel, 4, ""),
+    "other-kernel": (_other_kernel, 4, "asks for a kernel other than the course"),
     "nbformat-3": (None, 4, ""),
 }
 
