@@ -65,6 +65,7 @@ class Skimmed:
     more_cells: bool = False     # there were cells past ``Limits.cells``
     crowded: bool = False        # there were entries past ``Limits.entries``
     kernel: object = None        # ``metadata.kernelspec.name`` (a value of at most 256 bytes, or a ``Cut``)
+    worksheets: bool = False     # the cells were read from ``worksheets``: nbformat 3 or older
 
 
 class _Stream:
@@ -310,7 +311,8 @@ class _Skimmer:
 
     def found(self) -> list:
         """The notebook's cells, as nbformat reads them: ``cells``, else the worksheets' cells."""
-        cells = self.worksheets if self.cells is None and isinstance(self.worksheets, list) else self.cells
+        self.out.worksheets = self.cells is None and isinstance(self.worksheets, list)
+        cells = self.worksheets if self.out.worksheets else self.cells
         if not isinstance(cells, list):
             where = f" in its first {self.limits.entries:,} entries" if self.out.crowded else ""
             raise Unreadable(f"is not a notebook nbformat can read (no list of cells{where})")

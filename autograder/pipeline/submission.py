@@ -11,7 +11,8 @@ cell by cell from that, against the assignment's source:
 - past a limit (``skim.Limits``), with a note naming it: cells past the assignment's count
   plus ``EXTRA_CELLS`` are not read; a cell's source past 100 KB, or past what 1 MB holds for
   all cells together, is graded as empty; nbgrader metadata past 4 KB is ignored;
-- nbformat 3 and 4 are read (cells rebuilt as version 4; odd cells dropped);
+- nbformat 3 and 4 are read (cells rebuilt as version 4, for nbformat 3 with a note; odd cells
+  dropped);
 - a notebook that asks for another kernel (``kernelspec``: R's ``ir``, a made-up one) is run
   with the course's, as every submission is, with a note;
 - a cell whose type changed (a solution cell turned markdown) gets its type back, with a note;
@@ -170,6 +171,10 @@ def prepare(path: Path, assignment: str, notebook_name: str) -> Prepared:
                 "submit the right notebook. It was graded as the blank notebook."])
 
     notes = _reading_notes(skimmed, limits, len(source.cells))
+    if skimmed.worksheets:
+        notes.append("The notebook is in an old format (nbformat 3, from IPython 2 or earlier); the grader "
+                     "read it as nbformat 4. Open it in the course's JupyterLab and save it, which converts "
+                     "it, before you submit.")
     notes += _kernel_note(skimmed.kernel, source.metadata.get("kernelspec", {}))
     notes += _retyped(cells, wanted)
     last = {}

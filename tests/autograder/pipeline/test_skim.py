@@ -171,3 +171,12 @@ def test_the_kernel_the_notebook_asks_for_is_read_and_nothing_else_of_its_metada
                              ({"kernelspec": {"name": "k" * 300}}, Cut(302, 256))]:
         path.write_text(json.dumps({"metadata": metadata, "cells": []}))
         assert skim(path, ROOMY).kernel == kernel, metadata
+
+
+def test_cells_read_from_worksheets_are_said_to_be(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    cell = {"cell_type": "code", "input": "x = 1"}
+    for nb, worksheets in [({"worksheets": [{"cells": [cell]}], "nbformat": 3}, True),
+                           ({"worksheets": [], "cells": [cell]}, False), ({"cells": [], "nbformat": 4}, False)]:
+        path.write_text(json.dumps(nb))
+        assert skim(path, ROOMY).worksheets == worksheets, nb

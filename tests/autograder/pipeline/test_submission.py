@@ -105,6 +105,16 @@ def test_an_old_nbformat_and_odd_cells_are_read(tmp_path):
     path.write_text(json.dumps(raw))
     result = grade(path)
     assert result.total == 4, [e.messages for e in result.exercises]
+    assert [n for n in result.notes if "old format (nbformat 3" in n] and len(result.notes) == 1, result.notes
+
+
+def test_nbformat_4_gets_no_old_format_note_even_with_a_worksheets_key(tmp_path):
+    raw = json.loads(SOLUTION.read_text())
+    raw["worksheets"] = [{"cells": []}]  # nbformat reads ``cells`` where both are there; so does the grader
+    path = tmp_path / SOLUTION.name
+    path.write_text(json.dumps(raw))
+    result = grade(path)
+    assert result.total == 4 and not [n for n in result.notes if "old format" in n], result.notes
 
 
 @pytest.mark.parametrize("name, said", [("ir", "(`ir`)"), ("<img src=x onerror=alert(1)>", "(another one)"),
@@ -215,7 +225,7 @@ BROKEN = {  # what broke nbgrader batches (its issue #1941): score, and words of
     "solution-deleted": (_solution_deleted, 2, "was missing; the grader put the blank one back"),
     "merged": (_merged, 4, ""),
     "other-kernel": (_other_kernel, 4, "asks for a kernel other than the course"),
-    "nbformat-3": (None, 4, ""),
+    "nbformat-3": (None, 4, "in an old format (nbformat 3"),
 }
 
 
