@@ -138,6 +138,17 @@ def graded_with_feedback(path: Path) -> tuple[Result, str]:
         return result, Path(result.feedback_html).read_text(encoding="utf-8")
 
 
+def with_cells(solution_path: str | Path, after: str, sources: list[str], tmp_path: Path) -> Path:
+    """A copy of a solution notebook with code cells of ``sources`` right after the cell whose
+    grade_id is ``after``; the copy keeps the solution's file name (its assignment)."""
+    nb = nbformat.read(solution_path, as_version=4)
+    at = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == after)
+    nb.cells[at + 1:at + 1] = [nbformat.v4.new_code_cell(s) for s in sources]
+    out = tmp_path / Path(solution_path).name
+    nbformat.write(nb, out)
+    return out
+
+
 def mutant(solution_path: str | Path, grade_id: str, old: str, new: str, tmp_path: Path,
            base: str | Path | None = None) -> Path:
     """A copy of a solution notebook with ``old`` replaced by ``new`` in one solution cell.

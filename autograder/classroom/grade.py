@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 # Light imports only: the workers start before nbgrader and nbconvert are imported here.
 from autograder.classroom.export import export_csv
-from autograder.classroom.intake import find_submissions, place_submission, read_timestamp, unpacked
+from autograder.classroom.intake import find_submissions, left_out, place_submission, read_timestamp, unpacked
 from autograder.classroom.journal import JOURNALLED, RECORDED, Journal
 from autograder.classroom.jobs import Outcome, Task, job_digest
 from autograder.classroom.pools import DaskPool, LocalPool  # Dask itself only for a cluster
@@ -47,6 +47,7 @@ class Summary:
     earlier: int = 0
     failed: list[Outcome] = field(default_factory=list)
     workers: int = 1
+    left_out: list[str] = field(default_factory=list)  # files not read for what they are (intake.left_out)
 
     def report(self) -> str:
         lines = [f"graded {len(self.graded)}"
@@ -56,6 +57,9 @@ class Summary:
                   for o in sorted(self.failed, key=lambda o: o.student)]
         if self.failed:
             lines.append("  (a rerun retries these with --retry-failed)")
+        if self.left_out:
+            lines.append(f"left out {len(self.left_out)} file(s) of the submissions:")
+            lines += [f"  {shown(line, layout=False)}" for line in self.left_out]
         times = [o.seconds for o in self.graded]
         if times:
             worst = max(self.graded, key=lambda o: o.seconds)
@@ -153,6 +157,7 @@ def _triage(submissions: Path, assignment: str, name: str, course_root: Path, jo
     with unpacked(submissions) as (folder, skipped):
         found, summary.failed = find_submissions(folder, assignment, name, _known_students(course_root),
                                                  skipped)
+        summary.left_out = left_out(folder, assignment, skipped)
         for student, paths in found.items():
             folder = course_root / "submitted" / student / assignment
             if len(paths) > 1:

@@ -23,7 +23,8 @@ rights, so here
   after it), a device, a socket or a folder is refused, and so is a hard link whose other
   names are not all in the submissions; a zip's members that are links or special files (the
   mode in ``external_attr``) are not unpacked, and a notebook or ``timestamp.txt`` among them
-  refuses its learner's submission. No file makes the intake wait;
+  refuses its learner's submission. Every other such file or member, whatever its name, is
+  named once in the run's summary (``left_out``). No file makes the intake wait;
 - ``timestamp.txt`` is read at most ``STAMP_LIMIT`` bytes, once, and must be a time
   nbgrader reads (``read_timestamp``).
 """
@@ -97,13 +98,10 @@ def find_submissions(folder: Path, assignment: str, notebook: str, known: Iterab
     """
     found: dict[str, list[Path]] = {}
     refused: dict[str, Outcome] = {}
-    others = {p.name for p in SOLUTIONS.iterdir() if p.is_dir()} - {assignment}
     names = _NamesInside(folder)
-    read = {path: what for path, what in skipped.items() if path.endswith(".ipynb") or Path(path).name in EXTRAS}
-    for nb in sorted({*folder.rglob("*.ipynb"), *(folder / path for path in read)}):
+    read = _read(skipped)
+    for nb in _candidates(folder, assignment, skipped):
         rel = nb.relative_to(folder).parts
-        if ".ipynb_checkpoints" in rel or (len(rel) > 2 and rel[1] in others):
-            continue  # (nbgrader's layout: that learner's work on another assignment of the course)
         student = Path(rel[0]).stem if len(rel) == 1 else rel[0]
         where = "/".join(rel)
         why = (f"{ascii(where)} is {read[where]} in the zip: the grader reads only regular files"
@@ -125,6 +123,42 @@ def find_submissions(folder: Path, assignment: str, notebook: str, known: Iterab
         raise GradingError(f"no notebooks found in {folder}")
     chosen = {s: [p for p in paths if p.name == notebook] or paths for s, paths in found.items()}
     return chosen, list(refused.values())
+
+
+def _read(skipped: Mapping[str, str]) -> dict[str, str]:
+    """The skipped zip members that would have been read: notebooks and nbgrader's files."""
+    return {path: what for path, what in skipped.items() if path.endswith(".ipynb") or Path(path).name in EXTRAS}
+
+
+def _candidates(folder: Path, assignment: str, skipped: Mapping[str, str]) -> list[Path]:
+    """The notebooks (and skipped members that would have been read) ``find_submissions`` judges."""
+    others = {p.name for p in SOLUTIONS.iterdir() if p.is_dir()} - {assignment}
+    judged = []
+    for nb in sorted({*folder.rglob("*.ipynb"), *(folder / path for path in _read(skipped))}):
+        rel = nb.relative_to(folder).parts
+        if ".ipynb_checkpoints" in rel or (len(rel) > 2 and rel[1] in others):
+            continue  # (nbgrader's layout: that learner's work on another assignment of the course)
+        judged.append(nb)
+    return judged
+
+
+def left_out(folder: Path, assignment: str, skipped: Mapping[str, str] = {}) -> list[str]:
+    """One line for the instructor per file of ``folder`` (and per ``skipped`` zip member) that
+    the grader leaves out for what it is (a link, a pipe, a device, a socket), whatever its
+    name, but those whose learner's submission ``find_submissions`` refuses for it, saying so.
+
+    >>> left_out(Path("/nonexistent"), "00_start_here", {"ada/data.csv": "a symbolic link"})
+    ["'ada/data.csv' is a symbolic link: not read (the grader reads only regular files)"]
+    """
+    special = dict(skipped)
+    for top, dirs, files in os.walk(folder):  # os.walk follows no link
+        for name in dirs + files:
+            mode = os.lstat(os.path.join(top, name)).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                special[Path(top, name).relative_to(folder).as_posix()] = kind(mode)
+    judged = {nb.relative_to(folder).as_posix() for nb in _candidates(folder, assignment, skipped)}
+    return [f"{ascii(path)} is {what}: not read (the grader reads only regular files)"
+            for path, what in sorted(special.items()) if path not in judged]
 
 
 class _NamesInside:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import json
 import os
 import signal
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from autograder.kernel import wire
 from autograder.kernel.calls import run
 from autograder.kernel.hints import describe_error
 from autograder.kernel.transport import (COUNTED, MIME, NOT_IMPLEMENTED, STOPPED, OverMemory, Raised, as_outputs,
@@ -205,7 +205,9 @@ def record(exercise_id: str, namespace: dict) -> None:
         return
     start = time.monotonic()
     try:
-        spec = json.loads((folder / f"{exercise_id}.json").read_text())
+        # the grader's file, read-only in the sandbox; but $AUTOGRADER_CASES is the kernel's own to
+        # change, and without isolation the folder is the learner's: read as any message is
+        spec = wire.loads((folder / f"{exercise_id}.json").read_bytes())
         cases = decode_cases(spec)
         changed = []
         with warnings.catch_warnings():

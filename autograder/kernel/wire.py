@@ -1,15 +1,17 @@
 """The one reader of every message that crosses from the sandbox, with strict limits. [sandbox]
 
-What the learner's code can write reaches the grader three ways: a graded cell's payload
-(``transport.decode_results``, parsed by the kernel's client before it comes here), the lines of
-a case run again alone (``autograder.pipeline.rerun``: the results, and the requests of a
-decoder's served model), and the answer of a search kept in a forked child (``contained``).
+What the learner's code can write reaches the grader three ways: every message of the grading
+kernel (``autograder.pipeline.messages``: the client's session reads each part with ``loads``,
+bounded by the client's data limit; a graded cell's payload in it is then checked again by
+``check`` and read by ``transport.decode_results``), the lines of a case run again alone
+(``autograder.pipeline.rerun``: the results, and the requests of a decoder's served model), and
+the answer of a search kept in a forked child (``contained``).
 Python's ``json`` reads ``NaN`` and ``Infinity``, nesting as deep as the stack and integers of
 any length, and values that pass it then meet ``int()``, ``len()`` and dict look-ups in code
 that expects a few plain types. So every message is read by ``loads`` (text) or ``check``
 (data already parsed), which let through only
 
-* at most ``MAX_BYTES`` of text, JSON's own syntax, without the ``NaN``/``Infinity`` tokens;
+* at most ``MAX_BYTES`` of text (or the reader's ``max_bytes``), JSON's own syntax, without the ``NaN``/``Infinity`` tokens;
 * nesting at most ``MAX_DEPTH`` deep (checked without recursion), at most ``MAX_NODES`` values;
 * integers of magnitude below 2**63, finite floats, strings, lists, dicts with string keys;
 

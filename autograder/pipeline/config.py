@@ -22,7 +22,7 @@ from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Igno
 
 from autograder.paths import REPO
 from autograder.pipeline.execute import SandboxedExecute
-from autograder.pipeline.feedback import FeedbackExporter
+from autograder.pipeline.feedback import NBGRADER_TEMPLATES, OFFLINE_TEMPLATES, FeedbackExporter
 from autograder.pipeline.header import IncludeHeader
 from autograder.pipeline.judge_outputs import JudgeOutputs
 from autograder.pipeline.report import ReportGrades
@@ -57,6 +57,10 @@ def configure(c, root: Path = REPO) -> None:
     # and names its exercises (feedback.py, report.py)
     c.GenerateFeedback.exporter_class = FeedbackExporter
     c.GenerateFeedback.preprocessors = [ReportGrades, CSSHTMLHeaderPreprocessor]
+    # the formgrader's page of a submission loads no MathJax from a CDN either: its template's
+    # mathjax.html.j2 is found in ours before nbconvert's; nbgrader's own stay where it looks
+    # (the formgrader sets this to nbgrader's alone, before it reads this file)
+    c.HTMLExporter.extra_template_basedirs = [str(OFFLINE_TEMPLATES), str(NBGRADER_TEMPLATES)]
     # late work: the instructor's policy (c.LatePolicy.*, none unless set), priced from a
     # submission time the learner cannot set back (classroom/late.py)
     # (named, not imported: classroom/ imports this module)

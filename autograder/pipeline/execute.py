@@ -15,7 +15,9 @@
    start again fails the grading: the notebook's code ran in that sandbox). Output past
    ``output_limit`` characters in a cell, or past ``notebook_limit`` in all cells but the
    graded ones together, is dropped: the grader holds the outputs, whatever the code prints.
-   The whole run stops after ``time_budget`` seconds; cells not reached are marked.
+   The whole run stops after ``time_budget`` seconds; cells not reached are marked. Every
+   message of the kernel is read as untrusted data (``messages``): one the grader cannot read
+   is dropped, with a line in its cell saying so.
 
 4. runs again, alone in a fresh process of the sandbox, the cases whose promise the kernel
    cannot keep (a memory limit, a decoder's one call of its model per step) and that the
@@ -35,12 +37,13 @@ from typing import Iterator
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
-from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbclient.exceptions import CellExecutionComplete, CellTimeoutError, DeadKernelError
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Any, Bool, Integer, Unicode
 
 from autograder.pipeline import plan, rerun
+from autograder.pipeline.messages import DATA_LIMIT, UNREAD, KernelSession, why
 from autograder.pipeline.assignment import source
 from autograder.pipeline.sandbox import KERNEL_NAME, Sandbox, SandboxUnavailable, isolation
 from autograder.kernel.cases import PICKLE
@@ -108,10 +111,14 @@ class _Restart(Exception):
 
 
 class SandboxKernelManager(AsyncKernelManager):
-    """A kernel manager whose connection file the sandbox's uid can read, and which reaches the
-    sockets a sandboxed kernel makes in its own ``/tmp`` (``Sandbox.reach``)."""
+    """A kernel manager whose connection file the sandbox's uid can read, which reaches the
+    sockets a sandboxed kernel makes in its own ``/tmp`` (``Sandbox.reach``), and whose clients
+    read the kernel's messages as untrusted data (``messages.KernelSession``)."""
 
     sandbox = Any()
+
+    def _session_default(self):
+        return KernelSession(parent=self)
 
     def write_connection_file(self, **kwargs):
         super().write_connection_file(**kwargs)
@@ -130,20 +137,24 @@ class _Client(NotebookClient):
     """nbclient that keeps at most ``output_limit`` characters of a cell's output, and at most
     ``notebook_limit`` of all cells' but the graded ones, together.
 
-    Printed text and displayed data count separately (a graded cell displays its outputs as
-    data, which may be large); past either limit the rest of the cell's output is dropped.
+    Printed text and displayed data (with its metadata) count separately (a graded cell displays
+    its outputs as data, which may be large); past either limit the rest of the cell's output is
+    dropped.
     The graded cells' outputs are what the judge reads: other cells' printing never cuts them.
+    A message whose content nbclient or nbformat cannot make an output of is dropped, with a
+    line on the cell's stderr saying so, and an execution count that is not a count is none
+    (``process_message``).
     """
 
     output_limit = Integer(1_000_000)
-    data_limit = Integer(64_000_000)
+    data_limit = Integer(DATA_LIMIT)
     notebook_limit = Integer(4_000_000)  # four cells' worth: plenty for the feedback to show
 
     def output(self, outs, msg, display_id, cell_index):
         sizes = self.__dict__.setdefault("_sizes", {})
         content = msg.get("content", {})
         text = len(str(content.get("text", ""))) + len(str(content.get("traceback", "")))
-        data = len(str(content.get("data", "")))
+        data = len(str(content.get("data", ""))) + len(str(content.get("metadata", "")))
         used = sizes.setdefault(cell_index, [0, 0])
         used[0] += text
         used[1] += data
@@ -157,6 +168,23 @@ class _Client(NotebookClient):
                 cut[cell_index] = f"after the notebook's cells printed {self.notebook_limit:,} characters"
                 return None
         return super().output(outs, msg, display_id, cell_index)
+
+    def process_message(self, msg, cell, cell_index):
+        try:
+            return super().process_message(msg, cell, cell_index)
+        except CellExecutionComplete:
+            raise
+        except Exception as err:  # noqa: BLE001 (content of the kernel's making: a "data" that is a list)
+            cell.outputs.append(new_output("stream", name="stderr",
+                                           text=UNREAD.format(why(err))))
+            return None
+        finally:
+            # nbclient copies any message's "execution_count" into the cell unchecked; text there
+            # fails nbconvert's check of the notebook after this step (the grading), and the HTML
+            # templates write it as it is (``In [<img onerror=...>]``)
+            count = cell.get("execution_count")
+            if count is not None and not (type(count) is int and 0 <= count < 1 << 31):
+                cell["execution_count"] = None
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

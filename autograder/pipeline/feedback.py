@@ -47,6 +47,8 @@ MARKDOWN_CACHE = 4096  # distinct markdown sources kept (a course notebook has ~
 IMG_WITHOUT_ALT = re.compile(r"<img(?![^>]*\salt=)", re.I)
 NO_ALT = '<img alt="No description has been provided for this image"'
 TEMPLATE = Path(__file__).resolve().parent / "feedback_template"
+# a base directory of nbconvert templates whose base/mathjax.html.j2 loads nothing (config.py)
+OFFLINE_TEMPLATES = Path(__file__).resolve().parent / "offline_template"
 NBGRADER_TEMPLATES = Path(nbgrader.__file__).resolve().parent / "server_extensions/formgrader/templates"
 
 
@@ -63,8 +65,8 @@ class FeedbackExporter(HTMLExporter):
         if self.template_name != "feedback":
             return []
         # ours first: its index.html.j2 (which extends nbgrader's, as "nbgrader/feedback/...")
-        # and its mathjax.html.j2, whose macro loads nothing, for the one nbgrader's page calls
-        return [FileSystemLoader(str(TEMPLATE)),
+        # and the mathjax.html.j2 whose macro loads nothing, for the one nbgrader's page calls
+        return [FileSystemLoader([str(TEMPLATE), str(OFFLINE_TEMPLATES / "base")]),
                 PrefixLoader({"nbgrader": FileSystemLoader(str(NBGRADER_TEMPLATES))})]
 
     def _create_environment(self):

@@ -226,7 +226,7 @@ class Sandbox:
         return f"/proc/{_child_pid(info_fd)}/root{self.sockets}"
 
     def write_cases(self, exercise_id: str, payload: dict) -> None:
-        (self.cases / f"{exercise_id}.json").write_text(json.dumps(payload))
+        (self.cases / f"{exercise_id}.json").write_text(wire.dumps(payload))  # what record reads
 
     # --- the kernel --------------------------------------------------------------------------
     def environment(self) -> dict[str, str]:

@@ -28,6 +28,10 @@ judge, rewrites the notebook so that nothing the learner made can run:
   report (``mathml.py``), so the report typesets them with no MathJax;
 - raw cells the learner made are cleaned as HTML (the HTML templates show them as HTML);
   the course's own markdown and raw cells (and the release's header, ``header.py``) are left alone;
+- every output (but the graded cells') is one nbformat's schema describes, stdout or stderr
+  where it is a stream (the schema allows any text: the pages and nbgrader's ``LimitOutput``
+  expect one of the two), within the wire's limits (``wire.check``), or it is replaced by a
+  line saying it was dropped (``readable``), whatever step made it;
 - saved widget state (the notebook's ``widgets`` metadata, which JupyterLab writes on save) is
   removed: its models may carry JavaScript that nbconvert's page would load and run.
 
@@ -44,16 +48,22 @@ from __future__ import annotations
 
 from html import escape
 
+import nbformat
 import nh3
 from nbconvert.filters.markdown_mistune import MarkdownWithMath, markdown2html_mistune
+from nbformat.v4 import new_output
+from nbformat.v4.nbbase import validate
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograder.pipeline.header import header_cells
 from autograder.pipeline import mathml
 from autograder.pipeline.assignment import NoSuchAssignment, source
 from autograder.pipeline.plan import PLAN
+from autograder.kernel import wire
 
 KEEP = {"text/plain", "image/png", "image/jpeg", "image/gif"}
+OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error")  # nbformat 4's
+STREAMS = ("stdout", "stderr")
 C0_AND_SPACE = "".join(map(chr, range(33)))
 INLINE_IMAGES = ("data:image/png;", "data:image/jpeg;", "data:image/gif;")
 NOT_SHOWN = "<div><p><em>[This markdown cell is not shown: the grader could not display it safely.]</em></p></div>"
@@ -123,6 +133,23 @@ def _sizes(metadata) -> dict:
     return {k: v for k, v in metadata.items() if k in ("width", "height") and type(v) in (int, float)}
 
 
+def readable(output):
+    """``output`` itself if it is an output the pages can show (see the module doc), else a
+    stderr line saying what was dropped."""
+    kind = output.get("output_type") if isinstance(output, dict) else None
+    try:
+        if kind not in OUTPUT_TYPES:
+            raise wire.Unreadable(f"an output of type {str(kind)[:40]!r}")
+        wire.check(output)
+        validate(output, kind)
+        if kind == "stream" and output["name"] not in STREAMS:
+            raise wire.Unreadable(f"a stream named {output['name'][:40]!r}")
+    except (wire.Unreadable, nbformat.ValidationError) as err:
+        why = (str(err).splitlines() or [""])[0][:200]
+        return new_output("stream", name="stderr", text=f"[an output the grader could not show was dropped: {why}]\n")
+    return output
+
+
 def sanitize_output(output) -> None:
     """Clean one output in place (display data and results only; text streams are text)."""
     data = output.get("data")
@@ -153,7 +180,8 @@ class SanitizeOutputs(NbGraderPreprocessor):
         judged = made.graded if made else {}  # their outputs are the judge's
         for i, cell in enumerate(nb.cells):
             if cell.cell_type == "code" and i not in judged:
-                for output in cell.get("outputs", []):
+                cell.outputs = [readable(output) for output in cell.get("outputs", [])]
+                for output in cell.outputs:
                     sanitize_output(output)
             elif cell.cell_type == "markdown" and cell.source not in course:
                 cell.source = markdown_as_html(cell)

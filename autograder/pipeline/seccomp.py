@@ -12,7 +12,9 @@ of its own instead). So the filter refuses the two calls that make one, ``unshar
 The program is classic BPF over ``struct seccomp_data``, for x86-64 and arm64, with the
 instructions and system call numbers of ``kernel/confine.py`` (whose filter a process run alone
 under a memory limit loads on top of this one); a system call of another ABI (32-bit x86 on
-x86-64) is refused whole.
+x86-64) is refused whole. On any other machine ``no_new_user_namespaces`` is None and the
+kernel starts without a filter: every other limit of the sandbox holds, but a tmpfs the kernel
+mounts in a user namespace of its own is bounded by the machine's memory alone.
 """
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 ``skim`` goes through the file once, a window of at most 1 MB at a time, and keeps of each
 cell only what ``submission.prepare`` rebuilds it from: its type, its source and its nbgrader
-metadata. Everything else (outputs, attachments, other metadata, the notebook's own metadata)
-is stepped over without being decoded: a string by finding its closing quote, an array or
+metadata, and of the notebook's own metadata the name of the kernel it asks for. Everything
+else (outputs, attachments, other metadata) is stepped over without being decoded: a string by finding its closing quote, an array or
 object by counting its brackets with numpy. Memory stays bounded and time grows with the
 file's size alone, whatever it holds: huge strings, deep nesting, millions of tiny values.
 
@@ -64,6 +64,8 @@ class Skimmed:
     cells: list
     more_cells: bool = False     # there were cells past ``Limits.cells``
     crowded: bool = False        # there were entries past ``Limits.entries``
+    kernel: object = None        # ``metadata.kernelspec.name`` (a value of at most 256 bytes, or a ``Cut``)
+    worksheets: bool = False     # the cells were read from ``worksheets``: nbformat 3 or older
 
 
 class _Stream:
@@ -281,6 +283,20 @@ class _Skimmer:
                 self.worksheets = self.new_list()
                 if isinstance(self.worksheets, list):
                     self.read_worksheets(self.worksheets)
+            elif key == "metadata" and self.stream.peek() == b"{":
+                self.kernel()
+            else:
+                _skip(self.stream)
+
+    def kernel(self) -> None:
+        """The notebook's ``metadata``: its ``kernelspec.name`` into ``Skimmed.kernel``."""
+        for key in self.keys():
+            if key == "kernelspec" and self.stream.peek() == b"{":
+                for inner in self.keys():
+                    if inner == "name":
+                        self.out.kernel = _take(self.stream, 256)
+                    else:
+                        _skip(self.stream)
             else:
                 _skip(self.stream)
 
@@ -295,7 +311,8 @@ class _Skimmer:
 
     def found(self) -> list:
         """The notebook's cells, as nbformat reads them: ``cells``, else the worksheets' cells."""
-        cells = self.worksheets if self.cells is None and isinstance(self.worksheets, list) else self.cells
+        self.out.worksheets = self.cells is None and isinstance(self.worksheets, list)
+        cells = self.worksheets if self.out.worksheets else self.cells
         if not isinstance(cells, list):
             where = f" in its first {self.limits.entries:,} entries" if self.out.crowded else ""
             raise Unreadable(f"is not a notebook nbformat can read (no list of cells{where})")

@@ -11,7 +11,10 @@ cell by cell from that, against the assignment's source:
 - past a limit (``skim.Limits``), with a note naming it: cells past the assignment's count
   plus ``EXTRA_CELLS`` are not read; a cell's source past 100 KB, or past what 1 MB holds for
   all cells together, is graded as empty; nbgrader metadata past 4 KB is ignored;
-- nbformat 3 and 4 are read (cells rebuilt as version 4; odd cells dropped);
+- nbformat 3 and 4 are read (cells rebuilt as version 4, for nbformat 3 with a note; odd cells
+  dropped);
+- a notebook that asks for another kernel (``kernelspec``: R's ``ir``, a made-up one) is run
+  with the course's, as every submission is, with a note;
 - a cell whose type changed (a solution cell turned markdown) gets its type back, with a note;
 - nbgrader metadata is the source's for every grade id the source knows, and dropped from
   cells claiming an unknown id; of duplicated ids the last cell keeps it (the others stay as
@@ -26,6 +29,7 @@ shows them too.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +43,7 @@ from autograder.pipeline.skim import Cut, Limits, Skimmed, Unreadable, size_text
 EXTRA_CELLS = 500  # cells a learner may add to the assignment's: scratch work, many times over
 NOTES_HEADING = "**Notes from the grader on this submission**"
 MAKERS = {"code": new_code_cell, "markdown": new_markdown_cell, "raw": new_raw_cell}
+KERNEL_NAME = re.compile(r"[A-Za-z0-9_.+-]{1,64}")  # a name the note may quote (jupyter's own are so)
 
 
 @dataclass
@@ -166,6 +171,11 @@ def prepare(path: Path, assignment: str, notebook_name: str) -> Prepared:
                 "submit the right notebook. It was graded as the blank notebook."])
 
     notes = _reading_notes(skimmed, limits, len(source.cells))
+    if skimmed.worksheets:
+        notes.append("The notebook is in an old format (nbformat 3, from IPython 2 or earlier); the grader "
+                     "read it as nbformat 4. Open it in the course's JupyterLab and save it, which converts "
+                     "it, before you submit.")
+    notes += _kernel_note(skimmed.kernel, source.metadata.get("kernelspec", {}))
     notes += _retyped(cells, wanted)
     last = {}
     for i, cell in enumerate(cells):
@@ -185,6 +195,17 @@ def prepare(path: Path, assignment: str, notebook_name: str) -> Prepared:
     notes += _restore_missing(cells, source, blank)
     nb = nbformat.v4.new_notebook(cells=cells, metadata=json.loads(json.dumps(source.metadata)))
     return _with_notes(nb, sorted(set(notes), key=notes.index))
+
+
+def _kernel_note(asked, course: dict) -> list[str]:
+    """A note where the file asks for a kernel other than the course's (``asked``: its
+    ``kernelspec.name`` as ``skim`` read it; None where it names none)."""
+    if asked is None or asked == course.get("name"):
+        return []
+    named = f"`{asked}`" if isinstance(asked, str) and KERNEL_NAME.fullmatch(asked) else "another one"
+    return [f"The notebook asks for a kernel other than the course's ({named}); the grader ran it with "
+            f"the course's {course.get('display_name', 'Python')} kernel, as it runs every notebook. "
+            "Choose that kernel in JupyterLab (Kernel → Change Kernel) before you submit."]
 
 
 def _retyped(cells: list, wanted: dict) -> list[str]:

@@ -340,3 +340,43 @@ def test_the_class_reports_show_learner_text_escaped(tmp_path):
     for report in (summary.report(), export.report()):
         assert "\x1b" not in report and "\x07" not in report and "\\x1b]0;pwned\\x07" in report
         assert not any(line.startswith("ada:") for line in report.splitlines())
+
+
+def test_every_file_left_out_for_what_it_is_is_named_once(tmp_path):
+    """A zip member that is a link and not a notebook was dropped without a word; so were a
+    folder's links, pipes and notebooks on another assignment. Each is named once: in its
+    learner's refusal (a notebook, ``timestamp.txt``) or in the run's list of files left out."""
+    from autograder.classroom.intake import left_out
+
+    zipped = tmp_path / "class.zip"
+    with zipfile.ZipFile(zipped, "w") as zf:
+        zf.writestr("ada/start_here.ipynb", RELEASE.read_bytes())
+        for name, mode in (("ada/data.csv", stat.S_IFLNK | 0o777), ("ada/notes", stat.S_IFIFO | 0o644),
+                           ("bo.ipynb", stat.S_IFLNK | 0o777),
+                           ("ada/.ipynb_checkpoints/start_here-checkpoint.ipynb", stat.S_IFLNK | 0o777)):
+            member = zipfile.ZipInfo(name)
+            member.external_attr = mode << 16
+            zf.writestr(member, "/etc/passwd")
+    with unpacked(zipped) as (inside, skipped):
+        _, refused = find_submissions(inside, ASSIGNMENT, NAME, skipped=skipped)
+        lines = left_out(inside, ASSIGNMENT, skipped)
+    assert [o.student for o in refused] == ["bo"]
+    assert lines == ["'ada/.ipynb_checkpoints/start_here-checkpoint.ipynb' is a symbolic link: not read "
+                     "(the grader reads only regular files)",
+                     "'ada/data.csv' is a symbolic link: not read (the grader reads only regular files)",
+                     "'ada/notes' is a named pipe (FIFO): not read (the grader reads only regular files)"]
+
+    folder = tmp_path / "class"
+    _put(folder / "ada" / NAME, RELEASE.read_bytes())
+    (folder / "ada" / "data.csv").symlink_to("/etc/passwd")
+    (folder / "ada" / "cache").symlink_to("/etc", target_is_directory=True)
+    os.mkfifo(folder / "ada" / "pipe")
+    (folder / "cy.ipynb").symlink_to(folder / "ada" / NAME)
+    _, refused = find_submissions(folder, ASSIGNMENT, NAME)
+    assert [o.student for o in refused] == ["cy"]
+    assert [line.split(" is ")[0] for line in left_out(folder, ASSIGNMENT)] == [
+        "'ada/cache'", "'ada/data.csv'", "'ada/pipe'"]
+    from autograder.classroom.grade import Summary
+
+    report = Summary(left_out=left_out(folder, ASSIGNMENT)).report()
+    assert "left out 3 file(s) of the submissions:\n  'ada/cache' is a symbolic link" in report

@@ -85,3 +85,28 @@ def test_a_long_case_over_its_memory_limit_reports_its_peak():
     assert np.allclose(fine[0], 2)
     [unbounded] = kernel.run_cases(scope, "f", None, case, memory=[None])
     assert isinstance(unbounded, tuple)
+
+
+def test_a_cases_file_the_wire_does_not_read_is_the_exercises_failure(tmp_path, monkeypatch):
+    """``$AUTOGRADER_CASES`` is the kernel's to change (an earlier cell), and without isolation
+    its folder is the learner's: the graded cell reads its cases file as any message is read."""
+    from autograder.exercises import get
+    from autograder.kernel.transport import MIME, encode_cases
+    from autograder.kernel import wire
+
+    ex = get("warmup.softmax")
+    spec = encode_cases(ex.id, ex.function, ex.call, ex.public_cases(), ex.signature)
+    monkeypatch.setenv(kernel.CASES_ENV, str(tmp_path))
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, raw=False: shown.append(obj[MIME]))
+    scope = {"np": np}
+    exec("def softmax(z, axis=-1):\n    e = np.exp(z - z.max(axis=axis, keepdims=True))\n"
+         "    return e / e.sum(axis=axis, keepdims=True)\n", scope)
+    path = tmp_path / f"{ex.id}.json"
+    path.write_text(wire.dumps(spec))
+    kernel.record(ex.id, scope)
+    assert "failure" not in shown[-1] and shown[-1]["cases"]
+    for text in (wire.dumps(spec)[:-1] + ', "x": NaN}', wire.dumps(spec)[:-1] + ', "x": ' + "[" * 50 + "]" * 50 + "}"):
+        path.write_text(text)
+        kernel.record(ex.id, scope)
+        assert shown[-1]["cases"] == [] and "Unreadable" in shown[-1]["failure"], shown[-1]

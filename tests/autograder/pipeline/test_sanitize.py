@@ -349,3 +349,29 @@ def test_a_learners_mermaid_is_never_rendered():
     assert list(alone["data"]) == ["text/plain"] and "text/vnd.mermaid" in alone["data"]["text/plain"]
     html = markdown_as_html(new_markdown_cell("```mermaid\ngraph TD; A-->B\n```"))
     assert "graph TD" in html and "class=" not in html and "<script" not in html  # text, no hook
+
+
+# --- outputs the pages cannot show as they are -----------------------------------------------
+ABSURD = {  # outputs nbformat.from_dict makes without checking them, as nbclient can
+    "a stream named as a tag": {"output_type": "stream", "name": "<b>", "text": "x"},
+    "text that is numbers": {"output_type": "display_data", "data": {"text/plain": [1, 2]}, "metadata": {}},
+    "HTML that is a mapping": {"output_type": "display_data", "data": {"text/html": {"a": 1}}, "metadata": {}},
+    "an output type of its own": {"output_type": "widget", "data": {}},
+    "metadata that is not finite": {"output_type": "display_data", "data": {"text/plain": "x"},
+                                    "metadata": {"image/png": {"width": float("inf")}}},
+    "a traceback that is text": {"output_type": "error", "ename": "E", "evalue": "v", "traceback": "t"},
+}
+
+
+def test_an_ungraded_cells_absurd_output_is_a_line_saying_it_was_dropped():
+    nb = nbformat.read(SOLUTIONS / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    nb.cells.append(new_code_cell("print('kept')", outputs=[new_output("stream", name="stdout", text="kept")]))
+    cell = new_code_cell("send(...)", execution_count=1)
+    cell.outputs = [nbformat.from_dict(o) for o in ABSURD.values()]
+    nb.cells.append(cell)
+    resources = {"nbgrader": {"assignment": ASSIGNMENT, "notebook": NOTEBOOK}, "autograder": {PLAN: Plan(b"", {})}}
+    SanitizeOutputs().preprocess(nb, resources)
+    assert [o.name for o in cell.outputs] == ["stderr"] * len(ABSURD)
+    assert all("could not show was dropped" in o.text for o in cell.outputs), cell.outputs
+    assert nb.cells[-2].outputs[0].text == "kept"
+    nbformat.validate(nb)

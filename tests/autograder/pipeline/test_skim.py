@@ -162,3 +162,21 @@ def test_a_file_past_the_size_limit_is_not_read(tmp_path):
 def test_sizes_read_well():
     assert [size_text(n) for n in (812, 100 << 10, 52_428_900, 1 << 30, 3 << 29)] == [
         "812 bytes", "100 KB", "50 MB", "1 GB", "1.5 GB"]
+
+
+def test_the_kernel_the_notebook_asks_for_is_read_and_nothing_else_of_its_metadata(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    for metadata, kernel in [({"kernelspec": {"name": "ir", "display_name": "R"}, "x": [[1]]}, "ir"),
+                             ({"kernelspec": {"name": 5}}, 5), ({"kernelspec": "ir"}, None), ({}, None),
+                             ({"kernelspec": {"name": "k" * 300}}, Cut(302, 256))]:
+        path.write_text(json.dumps({"metadata": metadata, "cells": []}))
+        assert skim(path, ROOMY).kernel == kernel, metadata
+
+
+def test_cells_read_from_worksheets_are_said_to_be(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    cell = {"cell_type": "code", "input": "x = 1"}
+    for nb, worksheets in [({"worksheets": [{"cells": [cell]}], "nbformat": 3}, True),
+                           ({"worksheets": [], "cells": [cell]}, False), ({"cells": [], "nbformat": 4}, False)]:
+        path.write_text(json.dumps(nb))
+        assert skim(path, ROOMY).worksheets == worksheets, nb

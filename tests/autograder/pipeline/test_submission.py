@@ -105,6 +105,33 @@ def test_an_old_nbformat_and_odd_cells_are_read(tmp_path):
     path.write_text(json.dumps(raw))
     result = grade(path)
     assert result.total == 4, [e.messages for e in result.exercises]
+    assert [n for n in result.notes if "old format (nbformat 3" in n] and len(result.notes) == 1, result.notes
+
+
+def test_nbformat_4_gets_no_old_format_note_even_with_a_worksheets_key(tmp_path):
+    raw = json.loads(SOLUTION.read_text())
+    raw["worksheets"] = [{"cells": []}]  # nbformat reads ``cells`` where both are there; so does the grader
+    path = tmp_path / SOLUTION.name
+    path.write_text(json.dumps(raw))
+    result = grade(path)
+    assert result.total == 4 and not [n for n in result.notes if "old format" in n], result.notes
+
+
+@pytest.mark.parametrize("name, said", [("ir", "(`ir`)"), ("<img src=x onerror=alert(1)>", "(another one)"),
+                                        (7, "(another one)")])
+def test_a_notebook_asking_for_another_kernel_is_graded_with_the_courses_and_a_note(tmp_path, name, said):
+    nb = nbformat.read(SOLUTION, as_version=4)
+    nb.metadata["kernelspec"] = {"name": name, "display_name": "R", "language": "R"}
+    path = tmp_path / SOLUTION.name
+    path.write_text(json.dumps(nb))  # as a learner's file may be: nbformat.write checks the name
+    result = grade(path)
+    assert result.total == 4, [e.messages for e in result.exercises]
+    notes = [n for n in result.notes if "asks for a kernel other than the course's" in n]
+    assert len(notes) == 1 and said in notes[0], result.notes
+
+
+def test_the_courses_own_kernel_gets_no_note(tmp_path):
+    assert not [n for n in grade(SOLUTION).notes if "kernel other than" in n]
 
 
 def test_grading_twice_gives_the_same_result_and_json_agrees(tmp_path):
@@ -197,8 +224,8 @@ BROKEN = {  # what broke nbgrader batches (its issue #1941): score, and words of
     "inserted": (_inserted, 4, ""),
     "solution-deleted": (_solution_deleted, 2, "was missing; the grader put the blank one back"),
     "merged": (_merged, 4, ""),
-    "other-kernel": (_other_kernel, 4, ""),
-    "nbformat-3": (None, 4, ""),
+    "other-kernel": (_other_kernel, 4, "asks for a kernel other than the course"),
+    "nbformat-3": (None, 4, "in an old format (nbformat 3"),
 }
 
 
