@@ -67,6 +67,8 @@ PARTS = 3             # edits that fix part of the probes, from which a second e
 FIRST_SHARE = 0.6     # of the edits, for single edits when some fix part of the probes but none all
 PART = 0.25           # the share of a probe's elements an edit must set right to fix part,
 HALF = 0.5            # or the share of the error it may leave
+WEAK = 0.8            # an edit that leaves at most this share of the error, or sets more elements
+                      # right, fixes part weakly: tried as a first edit only once every single edit was
 MAX_TEXT = 300        # characters of a fix's words or line
 SHORT = 12            # an expression shorter than this is shown with what holds it,
 LONG = 60             # if that is not longer than this
@@ -243,8 +245,9 @@ def _describe(site, nodes, parents, lines, host: str, main: str) -> tuple[str, s
 def _search(namespace: dict, function: str, call: str | None, probes: list, wants: list,
             cases: list, rtol: float, atol: float, deadline: float, sites: int) -> list[dict]:
     """The single edits that fix every probe; failing that, edits of two lines together that
-    do, searched from the edits that fix part (``_partly``; the first ``FIRST_SHARE`` of the
-    ``sites`` edits tried go to single edits); failing that, those partial edits
+    do, searched from the edits that fix part (``_better``; the first ``FIRST_SHARE`` of the
+    ``sites`` edits tried go to single edits where one fixes part strongly; where those that
+    fix part do so only weakly, every single edit is tried first); failing that, those partial edits
     (``partial``), for the judge to hold against the listed mistakes."""
     view = dict(namespace)  # the learner's functions see each other through this copy
     own = {}
@@ -291,7 +294,8 @@ def _search(namespace: dict, function: str, call: str | None, probes: list, want
         parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
         names = {n.id for n in nodes if isinstance(n, ast.Name)}
         for site in changes(tree, names, repair=True, keys=keys):
-            if tried >= (first_end if partly and not found else sites) or time.process_time() > deadline:
+            strong = partly and partly[0][0][0] >= 0  # weak partial edits wait for every single edit
+            if tried >= (first_end if strong and not found else sites) or time.process_time() > deadline:
                 last_search["stop"] = "clock" if time.process_time() > deadline else \
                     "count" if tried >= sites else "done"  # or on to second edits
                 break  # nothing fixes it all yet, but something fixes part: a second edit next
@@ -401,15 +405,19 @@ def _matching(got, want, rtol: float, atol: float) -> tuple[int, float, float] |
 def _better(now, before) -> tuple | None:
     """How an edit's outputs on the first failing probe improve on the code's own (``_matching``),
     as a score to rank the edits that may fix one of two mistakes: more outputs right (2),
-    a larger share of elements right (1), or half the error or less (0); None: no better."""
+    a larger share of elements right (1), or half the error or less (0); weakly (-1): a few more
+    elements right, or ``WEAK`` of the error or less; None: no better."""
     if now is None or before is None or now[0] < before[0] or now[1] < before[1]:
         return None
     if now[0] > before[0]:
         return 2, now[0] - before[0]
     if now[1] >= before[1] + PART:
         return 1, now[1] - before[1]
-    if 0 < before[2] < np.inf and now[2] <= HALF * before[2]:
+    finite = 0 < before[2] < np.inf
+    if finite and now[2] <= HALF * before[2]:
         return 0, -now[2] / before[2]
+    if now[1] > before[1] and now[2] <= before[2] or finite and now[2] <= WEAK * before[2]:
+        return -1, now[1] - before[1] - now[2] / before[2] if finite else now[1] - before[1]
     return None
 
 

@@ -168,3 +168,26 @@ def test_a_near_miss_is_said_with_something_else_and_never_for_an_unrelated_bug(
     assert "something else differs" not in unrelated and not any(m.name in unrelated for m in ex.mistakes)
     # right code: nothing to miss
     assert judge(ex, cases, wants).messages == [f"All {len(cases)} cases match the reference."]
+
+
+def test_an_edit_that_fixes_part_weakly_is_tried_first_once_every_single_edit_was():
+    """Swapped ``gamma, beta`` and no residual: undoing either leaves most of the error (the
+    other mistake touches every element), so neither fixes part strongly. Once every single
+    edit is tried, the weak ones are first edits too, and the pair is found."""
+    v = verdict_with("layernorm.post_ln", """
+def post_ln_block(x, W1, b1, W2, b2, gamma, beta):
+    y = ffn_forward(x, W1, b1, W2, b2)[0]
+    return layernorm_forward(y, beta, gamma)[0]
+""")
+    text = v.messages[0]
+    assert text.startswith("Two lines of yours look like two mistakes"), v.messages
+    assert "`layernorm_forward(y, gamma, beta)` in place of" in text and "+ x` in place of" in text, text
+
+
+def test_weakly_better_is_ranked_below_every_strong_part():
+    from autograder.kernel.repair import _better
+    before = (0, 0.10, 1.0)
+    assert _better((0, 0.10, 0.7), before)[0] == -1  # 70% of the error left: weak
+    assert _better((0, 0.12, 1.0), before)[0] == -1  # a few more elements right: weak
+    assert _better((0, 0.10, 0.9), before) is None   # 90% left, nothing more right: no better
+    assert _better((0, 0.10, 0.4), before)[0] == 0 and _better((1, 0.5, 0.9), before)[0] == 2
