@@ -27,7 +27,8 @@ from tqdm import tqdm
 
 # Light imports only: the workers start before nbgrader and nbconvert are imported here.
 from autograder.classroom.export import export_csv
-from autograder.classroom.intake import find_submissions, left_out, place_submission, read_timestamp, unpacked
+from autograder.classroom.intake import (extras_of, find_submissions, left_out, place_submission,
+                                        read_timestamp, unpacked)
 from autograder.classroom.journal import JOURNALLED, RECORDED, Journal
 from autograder.classroom.jobs import Outcome, Task, job_digest
 from autograder.classroom.pools import DaskPool, LocalPool  # Dask itself only for a cluster
@@ -165,7 +166,7 @@ def _triage(submissions: Path, assignment: str, name: str, course_root: Path, jo
                                               + ", ".join(ascii(p.name) for p in paths)))
                 continue
             try:
-                place_submission(paths[0], folder / name, with_extras=paths[0].parent.name == assignment)
+                place_submission(paths[0], folder / name, extras_of(paths[0], assignment))
                 digest = job_digest(folder / name, assignment, name)
             except OSError as err:
                 summary.failed.append(Outcome(student, "", False, reason=f"could not be read: {err}"))

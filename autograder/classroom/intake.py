@@ -156,7 +156,9 @@ def left_out(folder: Path, assignment: str, skipped: Mapping[str, str] = {}) -> 
             mode = os.lstat(os.path.join(top, name)).st_mode
             if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                 special[Path(top, name).relative_to(folder).as_posix()] = kind(mode)
-    judged = {nb.relative_to(folder).as_posix() for nb in _candidates(folder, assignment, skipped)}
+    notebooks = _candidates(folder, assignment, skipped)
+    judged = {p.relative_to(folder).as_posix()  # a refusal of its learner names them
+              for nb in notebooks for p in [nb, *extras_of(nb, assignment)]}
     return [f"{ascii(path)} is {what}: not read (the grader reads only regular files)"
             for path, what in sorted(special.items()) if path not in judged]
 
@@ -226,19 +228,24 @@ def read_timestamp(folder: Path) -> str | None:
     return text or None
 
 
-def place_submission(source: Path, dest: Path, with_extras: bool) -> None:
+def extras_of(notebook: Path, assignment: str) -> list[Path]:
+    """The files that come along with ``notebook`` (``EXTRAS``): those beside it where it sits
+    in nbgrader's layout (``<student>/<assignment>/<notebook>``), none in a flat folder."""
+    return [notebook.parent / name for name in EXTRAS] if notebook.parent.name == assignment else []
+
+
+def place_submission(source: Path, dest: Path, extras: list[Path]) -> None:
     """Copy a learner's file into ``submitted/`` unchanged (nbgrader's hashes depend on it),
     read as ``open_handed_in`` reads it (no link, no wait, a regular file only).
 
-    ``with_extras``: ``source`` sits in nbgrader's layout, whose ``timestamp.txt`` and
-    submission secret come along (``NotHandedIn`` if one is a link or too large).
+    ``extras`` (``extras_of``): the ``timestamp.txt`` and submission secret that come along,
+    where they exist (``NotHandedIn`` if one is a link or too large).
     """
     if source.resolve() == dest.resolve():
         return
     dest.parent.mkdir(parents=True, exist_ok=True)
     with open_handed_in(source) as f:
         write_atomic(dest, f)
-    for name in EXTRAS if with_extras else ():
-        extra = source.parent / name
+    for extra in extras:
         if extra.exists() or extra.is_symlink():
-            write_atomic(dest.parent / name, read_handed_in(extra, EXTRAS_LIMIT))
+            write_atomic(dest.parent / extra.name, read_handed_in(extra, EXTRAS_LIMIT))

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from autograder.classroom.grade import make_task
-from autograder.classroom.intake import NotHandedIn, find_submissions, place_submission, unpacked
+from autograder.classroom.intake import NotHandedIn, extras_of, find_submissions, place_submission, unpacked
 from autograder.classroom.jobs import Outcome, Task, answer_to, points
 from autograder.classroom.journal import JOURNALLED, NEW, Journal
 from autograder.pipeline import plan
@@ -120,7 +120,7 @@ def test_links_are_never_followed(tmp_path, monkeypatch):
     assert all("symbolic link" in r for r in refused.values())
     dest = course / "submitted" / "hal" / ASSIGNMENT / NAME
     with pytest.raises(NotHandedIn, match="timestamp.txt is a symbolic link"):
-        place_submission(folder / found["hal"][0], dest, with_extras=True)
+        place_submission(folder / found["hal"][0], dest, extras_of(folder / found["hal"][0], ASSIGNMENT))
     assert not dest.with_name("timestamp.txt").exists()
     assert not any(secret in p.read_bytes() for p in course.rglob("*") if p.is_file())
 
@@ -137,7 +137,7 @@ def _intake(folder: Path, course: Path) -> tuple[dict, dict]:
             for student, (path, *_) in found.items():
                 dest = course / "submitted" / student / ASSIGNMENT / NAME
                 try:
-                    place_submission(path, dest, with_extras=path.parent.name == ASSIGNMENT)
+                    place_submission(path, dest, extras_of(path, ASSIGNMENT))
                     placed[student] = dest
                 except OSError as err:
                     refused[student] = str(err)
@@ -372,8 +372,13 @@ def test_every_file_left_out_for_what_it_is_is_named_once(tmp_path):
     (folder / "ada" / "cache").symlink_to("/etc", target_is_directory=True)
     os.mkfifo(folder / "ada" / "pipe")
     (folder / "cy.ipynb").symlink_to(folder / "ada" / NAME)
+    # nbgrader's layout: its timestamp.txt comes along, and a link there is the learner's refusal
+    stamp = _put(folder / "di" / ASSIGNMENT / NAME, RELEASE.read_bytes()).with_name("timestamp.txt")
+    stamp.symlink_to("/etc/passwd")
     _, refused = find_submissions(folder, ASSIGNMENT, NAME)
     assert [o.student for o in refused] == ["cy"]
+    assert extras_of(folder / "di" / ASSIGNMENT / NAME, ASSIGNMENT)[0] == stamp
+    assert extras_of(folder / "ada" / NAME, ASSIGNMENT) == []  # a flat folder: nothing comes along
     assert [line.split(" is ")[0] for line in left_out(folder, ASSIGNMENT)] == [
         "'ada/cache'", "'ada/data.csv'", "'ada/pipe'"]
     from autograder.classroom.grade import Summary
