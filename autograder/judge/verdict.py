@@ -18,7 +18,7 @@ from autograder.judge.diagnose import close_per_output, diagnose, nonfinite_word
 from autograder.judge.exercise import Exercise, Family, Mistake, both
 from autograder.judge.explain import explain, output_kind
 from autograder.judge.features import in_words
-from autograder.kernel.hints import returned_tuple_hint
+from autograder.kernel.hints import returned_tuple_hint, shorten
 from autograder.kernel.repair import Fix
 from autograder.kernel import wire
 from autograder.kernel.transport import REFUSED, STOPPED, Listed, OverMemory, Raised, as_outputs
@@ -293,7 +293,7 @@ def _twin_failure(ex: Exercise, alone: Alone):
     if isinstance(outcome, OverMemory):
         return outcome
     if isinstance(outcome, Raised):
-        return f"{AGAIN}: {outcome.text[:300]}"
+        return f"{AGAIN}: {shorten(outcome.text, 300)}"
     if not isinstance(outcome, tuple) or not close(ex, outcome, as_outputs(ex.reference(**alone.twin))):
         return f"{AGAIN}, its outputs differ from the reference's there"
     return None

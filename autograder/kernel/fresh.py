@@ -46,6 +46,7 @@ import numpy as np  # noqa: E402
 from autograder.kernel import wire  # noqa: E402
 from autograder.kernel.cases import CODE, run_cases  # noqa: E402
 from autograder.kernel.confine import confine  # noqa: E402
+from autograder.kernel.hints import shorten  # noqa: E402
 from autograder.kernel.transport import (REFUSED, OverMemory, Raised, decode_array,  # noqa: E402
                                          decode_cases, encode_ask, encode_results)
 
@@ -96,7 +97,7 @@ def _results(spec: dict, refused: list | None, channel) -> list:
         if refused is not None and refused_by_limit(err):
             refused.append(True)
             return []
-        return [Raised(f"could not be loaded in a fresh process: {err!r}"[:300])] * len(cases)
+        return [Raised(shorten(f"could not be loaded in a fresh process: {err!r}", 300))] * len(cases)
     if not callable(learner):
         return [Raised(f"could not be loaded in a fresh process: {type(learner).__name__} is not a function")] * len(cases)
 

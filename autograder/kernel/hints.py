@@ -122,10 +122,10 @@ def _describe(err: BaseException, function: str, signature: str | None) -> str:
     hint = f" {hint}" if hint else ""
     # Longest first; drop the failing part, then shorten the line and the message, to fit.
     for short_n, source_n, with_part in ((110, 80, True), (110, 80, False), (90, 50, False)):
-        text = f"{_type_name(err)}: {_cut(short.rstrip('.'), short_n)}"
+        text = f"{_type_name(err)}: {shorten(short.rstrip('.'), short_n)}"
         if site is not None:
-            part = f" at `{_cut(site.expr, 40)}`" if with_part and site.narrower() else ""
-            code = f": `{_cut(site.source, source_n)}`" if site.source else ""
+            part = f" at `{shorten(site.expr, 40)}`" if with_part and site.narrower() else ""
+            code = f": `{shorten(site.source, source_n)}`" if site.source else ""
             text += f" ({site.where}{code}{part})"
         text += "." + hint if hint else ""
         if len(text) <= MAX_CHARS:
@@ -424,9 +424,33 @@ def _first_line(err) -> str:
     return lines[0].strip() if lines else ""
 
 
-def _cut(text: str, n: int) -> str:
-    return text if len(text) <= n else text[:n - 1].rstrip() + "\u2026"
+# the end of a sentence: ". " after two characters that are not dots ("e.g. " is not one)
+_SENTENCE_END = re.compile(r"(?<=[^\s.]{2}[.!?])\s")
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters; else its longest start that ends a
+    sentence (kept as it is) or a word (then "…"), within ``limit``. Only a start of over
+    half the limit counts; a text with no such break is cut where the limit falls.
+    Every learner-facing message the grader shortens goes through here.
+
+    >>> shorten("One short sentence. Another, much too long to fit.", 30)
+    'One short sentence.'
+    >>> shorten("a tuple whose first element is the output, e.g. `return out, cache`", 52)
+    'a tuple whose first element is the output, e.g…'
+    """
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    ends = [m.start() for m in _SENTENCE_END.finditer(head)]
+    if ends and ends[-1] > limit // 2:
+        return head[:ends[-1]]
+    head = head[:-1]  # room for the "…"
+    space = head.rfind(" ") if text[limit - 1] != " " else len(head)
+    if space > limit // 2:
+        head = head[:space].rstrip(" ,;:.")
+    return head.rstrip() + "\u2026"
 
 
 def _clip(text: str) -> str:
-    return _cut(" ".join(text.split()), MAX_CHARS)
+    return shorten(" ".join(text.split()), MAX_CHARS)

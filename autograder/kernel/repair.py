@@ -37,6 +37,7 @@ import numpy as np
 from autograder.kernel.calls import run
 from autograder.kernel.contained import CALL_SECONDS, Overtime, call_within, in_child
 from autograder.kernel.edits import call_name
+from autograder.kernel.hints import shorten
 from autograder.kernel.operators import changes, compile_changed, parsed_def, replaced, slots_of
 from autograder.kernel.transport import as_outputs, decode_array, encode_array
 
@@ -424,10 +425,10 @@ def _better(now, before) -> tuple | None:
 def _with_results(said, view, function, call, cases, then=None, partial=False, loose=False) -> dict:
     """A fix as the graded cell reports it: the line, the change, its outputs on ``cases``."""
     results = [_outputs(view, function, call, c) for c in cases]
-    fix = {"line": said[0][:MAX_TEXT], "words": said[1][:MAX_TEXT],
+    fix = {"line": _said(said[0]), "words": _said(said[1]),
            "results": [None if r is None else [encode_array(a) for a in r] for r in results]}
     if then is not None:
-        fix["then"] = {"line": then[0][:MAX_TEXT], "words": then[1][:MAX_TEXT]}
+        fix["then"] = {"line": _said(then[0]), "words": _said(then[1])}
     if partial:
         fix["partial"] = True
     if loose:
@@ -521,6 +522,11 @@ def fixes(namespace: dict, function: str, call: str | None, probes: list, wants:
     return found or []
 
 
+def _said(text) -> str:
+    """A fix's line or words, as text, at most ``MAX_TEXT`` characters."""
+    return shorten(str(text), MAX_TEXT)
+
+
 def decode_fixes(payload, n_cases: int) -> list[Fix]:
     """The fixes of a graded cell's payload; fixes that are malformed are left out (the
     sandbox's data is not trusted)."""
@@ -529,9 +535,9 @@ def decode_fixes(payload, n_cases: int) -> list[Fix]:
         try:
             results = [None if r is None else tuple(decode_array(a) for a in r) for r in fix["results"]]
             then = fix.get("then")
-            then = None if then is None else (str(then["line"])[:MAX_TEXT], str(then["words"])[:MAX_TEXT])
+            then = None if then is None else (_said(then["line"]), _said(then["words"]))
             if len(results) == n_cases:
-                out.append(Fix(str(fix["line"])[:MAX_TEXT], str(fix["words"])[:MAX_TEXT], results, then,
+                out.append(Fix(_said(fix["line"]), _said(fix["words"]), results, then,
                                fix.get("partial") is True, fix.get("loose") is True))
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
             continue

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from autograder.kernel.hints import shorten
 from autograder.kernel.wire import UNREAD, Unreadable, check
 
 MIME = "application/vnd.course.autograder+json"
@@ -206,7 +207,7 @@ def decode_results(payload: dict) -> list:
 
 def unread(why) -> Raised:
     """The outcome of a case whose answer could not be read, and ``why``."""
-    return Raised(f"{UNREAD} ({why})"[:MAX_TEXT])
+    return Raised(shorten(f"{UNREAD} ({why})", MAX_TEXT))
 
 
 def decode_outcome(d: dict):
@@ -220,7 +221,7 @@ def decode_outcome(d: dict):
     if "raised" in d:
         if not isinstance(d["raised"], str) or d.get("stub", False) not in (True, False):
             raise ValueError("an error that is not text")
-        return NOT_IMPLEMENTED if d.get("stub") else Raised(d["raised"][:MAX_TEXT])
+        return NOT_IMPLEMENTED if d.get("stub") else Raised(shorten(d["raised"], MAX_TEXT))
     if "over_memory" in d:
         memory = d["over_memory"]
         by, peak = memory["by"], memory["peak"]
@@ -250,4 +251,4 @@ def decode_ask(message) -> tuple[int, np.ndarray]:
     try:
         return message["ask"], decode_array(message["prefixes"])
     except (KeyError, ValueError, TypeError, AttributeError, OverflowError) as err:
-        raise Unreadable(f"prefixes that are not an array of numbers ({err})"[:MAX_TEXT]) from None
+        raise Unreadable(shorten(f"prefixes that are not an array of numbers ({err})", MAX_TEXT)) from None

@@ -21,6 +21,7 @@ from autograder.exercises import get
 from autograder.judge.verdict import Verdict, helper_note, judge, without_values
 from autograder.pipeline.plan import PLAN
 from autograder.kernel import wire
+from autograder.kernel.hints import shorten
 from autograder.kernel.repair import decode_fixes
 from autograder.kernel.transport import Raised, decode_results
 
@@ -42,7 +43,7 @@ def verdict_for_cell(cell, ex, cases, earlier_faults: list[str], alone: dict | N
         if fault:
             messages = [f"The graded cell was {fault}."]
         else:
-            errors = [without_values(str(o.get("ename", ""))[:60]) for o in cell.get("outputs", [])
+            errors = [shorten(without_values(str(o.get("ename", ""))), 60) for o in cell.get("outputs", [])
                       if o.output_type == "error"]
             messages = ["The graded cell did not record its outputs"
                         + (f" ({', '.join(errors)})" if errors else "")
@@ -54,12 +55,13 @@ def verdict_for_cell(cell, ex, cases, earlier_faults: list[str], alone: dict | N
         return _unread(ex, cases, err)
     if "failure" in payload:
         return Verdict(ex.id, 0.0, float(ex.points), 0, len(cases),
-                       [f"The graded cell could not run: {without_values(str(payload['failure']))[:MAX_MESSAGE]}"])
+                       ["The graded cell could not run: "
+                        + shorten(without_values(str(payload["failure"])), MAX_MESSAGE)])
     try:
         results = decode_results(payload)
     except (KeyError, ValueError, TypeError, AttributeError) as err:
         return _unread(ex, cases, err)
-    results = [Raised(r.text[:MAX_MESSAGE], r.stub) if isinstance(r, Raised) else r for r in results]
+    results = [Raised(shorten(r.text, MAX_MESSAGE), r.stub) if isinstance(r, Raised) else r for r in results]
     verdict = judge(ex, cases, results, fixes=decode_fixes(payload.get("fixes"), len(cases)),
                     changed=payload.get("changed"), alone=alone)
     if verdict.passed < verdict.total:
@@ -70,7 +72,7 @@ def verdict_for_cell(cell, ex, cases, earlier_faults: list[str], alone: dict | N
 def _unread(ex, cases, err) -> Verdict:
     """The verdict on a graded cell whose recorded payload as a whole cannot be read."""
     return Verdict(ex.id, 0.0, float(ex.points), 0, len(cases),
-                   [f"The graded cell's answer could not be read ({without_values(str(err))[:MAX_MESSAGE]}); "
+                   [f"The graded cell's answer could not be read ({shorten(without_values(str(err)), MAX_MESSAGE)}); "
                     "run the notebook top to bottom and leave the graded cell unchanged."])
 
 

@@ -21,6 +21,7 @@ from jupyter_client.session import Session
 from traitlets import Integer, default
 
 from autograder.kernel import wire
+from autograder.kernel.hints import shorten
 
 DATA_LIMIT = 64_000_000  # characters of data one cell may display (images), and of one message
 UNREAD = "[the grader dropped a message from the kernel that it could not read: {}]\n"
@@ -76,7 +77,7 @@ class KernelSession(Session):
 
 def why(err: Exception) -> str:
     """``err`` in one short line, for ``UNREAD``."""
-    return f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"[:200]
+    return shorten(f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}", 200)
 
 
 def _shape(msg: dict, content: bool) -> str | None:

@@ -39,6 +39,7 @@ from autograder.judge.exercise import Exercise
 from autograder.judge.verdict import Alone
 from autograder.kernel.calls import once_per_step, table_model
 from autograder.kernel.cases import CASE_SECONDS, CODE, WALL_FACTOR
+from autograder.kernel.hints import shorten
 from autograder.kernel import wire
 from autograder.kernel.transport import Raised, decode_ask, decode_results, encode_array, encode_cases, unread
 
@@ -147,7 +148,7 @@ def _server(tables: dict) -> Callable[[dict], dict]:
         try:
             return {"logp": encode_array(np.asarray(model(prefixes), dtype=np.float64))}
         except (ValueError, IndexError) as err:  # what the kernel's model raises (``calls.table_model``)
-            return {"error": str(err)[:300], "type": type(err).__name__}
+            return {"error": shorten(str(err), 300), "type": type(err).__name__}
         except Exception:  # noqa: BLE001  (numbers no model takes: an error of the learner's call)
             return refused
     return answer

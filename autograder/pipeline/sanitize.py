@@ -60,6 +60,7 @@ from autograder.pipeline import mathml
 from autograder.pipeline.assignment import NoSuchAssignment, source
 from autograder.pipeline.plan import PLAN
 from autograder.kernel import wire
+from autograder.kernel.hints import shorten
 
 KEEP = {"text/plain", "image/png", "image/jpeg", "image/gif"}
 OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error")  # nbformat 4's
@@ -145,7 +146,7 @@ def readable(output):
         if kind == "stream" and output["name"] not in STREAMS:
             raise wire.Unreadable(f"a stream named {output['name'][:40]!r}")
     except (wire.Unreadable, nbformat.ValidationError) as err:
-        why = (str(err).splitlines() or [""])[0][:200]
+        why = shorten((str(err).splitlines() or [""])[0], 200)
         return new_output("stream", name="stderr", text=f"[an output the grader could not show was dropped: {why}]\n")
     return output
 

@@ -419,3 +419,24 @@ def test_an_empty_sequence_is_not_taken_for_a_tuple_to_unpack():
     except ValueError as err:
         line = describe_error(err, "beam_search")
     assert "empty sequence" in line and "unpack" not in line, line
+
+
+@pytest.mark.parametrize("text, limit, shown", [
+    ("Short enough.", 20, "Short enough."),
+    ("One short sentence. Another, much too long to fit.", 30, "One short sentence."),
+    ("a tuple whose first element is the output, e.g. `return out, cache`", 40, "a tuple whose first element is the…"),
+    ("a tuple whose first element is the output, e.g. `return out, cache`", 45, "a tuple whose first element is the output…"),
+    ("a_single_identifier_far_longer_than_the_limit", 20, "a_single_identifier…"),
+])
+def test_shorten_cuts_at_a_sentence_or_a_word(text, limit, shown):
+    assert hints.shorten(text, limit) == shown
+    assert len(shown) <= limit
+
+
+def test_a_long_error_is_quoted_to_a_whole_word():
+    err = ValueError("the exercise asks for a tuple whose first element is the output of the layer, and "
+                     "its second the cache that the backward pass reads, e.g. `return out, cache`")
+    text = describe_error(err, "layer_forward")
+    assert text.endswith("\u2026") and len(text) <= hints.MAX_CHARS
+    last = text[:-1].split()[-1]
+    assert last in str(err).split(), text

@@ -7,21 +7,30 @@ of the learner's own with formulas. Headless Chromium opens each report from dis
 request but ``file:`` refused, and finds: no http(s) request tried, every formula typeset as
 MathML (none left as TeX), each exercise named in the summary, no bare score ``Out[n]`` and no
 "No response.", and a banner with the real submit command.
+
+A third report, of notebook 04 with a ``layernorm_forward`` that returns ``out`` alone (an
+error message longer than the grader quotes), and the wrong answer's long "This line of
+yours looks like the mistake" line are read at 1280 px: no message box scrolls sideways, and
+no message is cut inside a word.
 """
 import re
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 from nbformat.v4 import new_markdown_cell
 
 from autograder.grading import grade_notebook
+from autograder.kernel.calls import NotATuple, first_output
 
-from helpers import CHROMIUM, NOTEBOOKS, SOLUTIONS, chromium
+from helpers import CHROMIUM, NOTEBOOKS, SOLUTIONS, chromium, mutant
 
 RELEASED, SOURCE = NOTEBOOKS / "02_attention" / "attention.ipynb", SOLUTIONS / "02_attention" / "attention.ipynb"
 COMMAND = "autograder submit notebooks/02_attention/attention.ipynb"
 BLANK = ("attention_causal_mask", "attention_padding_mask")
+LAYER_NORM = SOLUTIONS / "04_layer_norm" / "layer_norm.ipynb"
+SINGLE = ("layernorm_forward", "return out, (x_hat, var, eps, gamma)", "return out")
 LEARNER_MATH = r"My notes: $\sqrt{d_k}$, $$A = \mathrm{softmax}(QK^\top)$$, \\(x_1\\) and \\[y^2\\]."
 
 
@@ -51,6 +60,11 @@ READ = """() => ({
   formulas: document.querySelectorAll("math").length,
   laidOut: [...document.querySelectorAll("math")].every(m => getComputedStyle(m).display.includes("math")),
 })"""
+# every box that holds a message: an output (the verdict, a fault note), a comment, the summary
+BOXES = """() => [...document.querySelectorAll(
+    ".output_subarea, .output_subarea pre, .panel-footer, #toc li")].map(
+  e => ({text: e.innerText, scrollWidth: e.scrollWidth, clientWidth: e.clientWidth}))"""
+VIEWPORT = {"width": 1280, "height": 900}
 
 
 @pytest.fixture(scope="module")
@@ -58,21 +72,25 @@ def reports(tmp_path_factory):
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
     tmp = tmp_path_factory.mktemp("feedback")
-    mutant = _learner(BLANK, ("attention_forward", "np.sqrt(", "np.sqrt(2 * "))
-    mutant.cells.insert(5, new_markdown_cell(LEARNER_MATH))
+    wrong = _learner(BLANK, ("attention_forward", "np.sqrt(", "np.sqrt(2 * "))
+    wrong.cells.insert(5, new_markdown_cell(LEARNER_MATH))
+    paths = {name: tmp / name / "attention.ipynb" for name in ("full", "mutant", "single")}
+    for name, nb in (("full", _learner()), ("mutant", wrong)):
+        paths[name].parent.mkdir()
+        nbformat.write(nb, paths[name])
+    paths["single"].parent.mkdir()
+    paths["single"] = mutant(LAYER_NORM, *SINGLE, paths["single"].parent)
     out = {}
     with chromium() as browser:
-        for name, nb in (("full", _learner()), ("mutant", mutant)):
-            (tmp / name).mkdir()
-            nbformat.write(nb, tmp / name / "attention.ipynb")
-            result = grade_notebook(tmp / name / "attention.ipynb", feedback_to=tmp / name / "report.html")
-            page, tried = browser.new_page(), []
+        for name, path in paths.items():
+            result = grade_notebook(path, feedback_to=path.parent / "report.html")
+            page, tried = browser.new_page(viewport=VIEWPORT), []
             page.on("request", lambda request: tried.append(request.url))
             page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
                        else route.abort())
             page.goto(Path(result.feedback_html).as_uri(), wait_until="load")
             page.wait_for_timeout(300)  # a script the page loaded late would have asked by now
-            out[name] = result, page.evaluate(READ), tried
+            out[name] = result, {**page.evaluate(READ), "boxes": page.evaluate(BOXES)}, tried
             page.close()
     return out
 
@@ -126,3 +144,32 @@ def test_the_learners_own_formulas_are_typeset(reports):
     _, page, _ = reports["mutant"]
     (notes,) = [cell for cell in page["markdown"] if cell["text"].startswith("My notes:")]
     assert notes["formulas"] == 4 and "$" not in notes["text"] and "\\" not in notes["text"]
+
+
+def _full_error() -> str:
+    """The whole message of the error ``layernorm_forward`` raises when it returns ``out`` alone."""
+    with pytest.raises(NotATuple) as raised:
+        first_output({"layernorm_forward": lambda **case: np.zeros(3)}, "layernorm_forward", {})
+    return f"NotATuple: {raised.value}"
+
+
+@pytest.mark.parametrize("name", ["full", "mutant", "single"])
+def test_every_message_box_wraps_at_1280_px(reports, name):
+    _, page, _ = reports[name]
+    if name == "mutant":  # a line longer than the box is wide
+        assert any("This line of yours looks like the mistake" in b["text"] for b in page["boxes"])
+    wide = [(b["scrollWidth"], b["clientWidth"], b["text"][:80]) for b in page["boxes"]
+            if b["scrollWidth"] > b["clientWidth"]]
+    assert not wide, wide
+
+
+def test_a_shortened_message_ends_at_a_word(reports):
+    result, page, _ = reports["single"]
+    full = _full_error()
+    (message,) = [m for m in result.by_id("layernorm.forward").messages if "NotATuple" in m]
+    assert len(full) > 110 and "\u2026" in message  # the grader quotes it shortened
+    shown = message[message.index("NotATuple"):message.index("\u2026")]
+    assert full.startswith(shown) and not full[len(shown)].isalnum(), (shown, full)
+    words = set(re.findall(r"\w+", full))
+    cut = [m.group(1) for b in page["boxes"] for m in re.finditer(r"(\w+)\u2026", b["text"])]
+    assert cut and all(word in words for word in cut), cut
