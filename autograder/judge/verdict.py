@@ -100,6 +100,23 @@ def _kind_promised(g: np.ndarray, w: np.ndarray, int_scalars: bool = False) -> t
     return None
 
 
+def distinct(a, b, digits: int = 6) -> tuple[str, str]:
+    """Two numbers that differ, printed with ``digits`` significant digits, or with as many
+    more as it takes for the two to read differently (up to 17, a float64's every digit);
+    ``g`` format, so a short number stays short.
+
+    >>> distinct(0.5, 0.25)
+    ('0.5', '0.25')
+    >>> distinct(1.746e11, 1.746e11 + 4.7e3)
+    ('1.746e+11', '1.74600005e+11')
+    """
+    for n in range(digits, 18):
+        shown = f"{a:.{n}g}", f"{b:.{n}g}"
+        if shown[0] != shown[1]:
+            break
+    return shown
+
+
 def describe_difference(ex: Exercise, got: tuple, want: tuple, reveal: bool = True) -> str:
     """How ``got`` differs from ``want``: count, shape, NaN or largest error.
 
@@ -132,8 +149,8 @@ def describe_difference(ex: Exercise, got: tuple, want: tuple, reveal: bool = Tr
             j = tuple(int(k) for k in j)
             if not reveal:
                 return f"`{name}` differs (largest error {err[j]:.2g})"
-            return (f"`{name}` differs: max abs error {err[j]:.3g} at index {j}, "
-                    f"expected {w[j]:.6g}, got {g[j]:.6g}")
+            expected, returned = distinct(w[j], g[j])
+            return f"`{name}` differs: max abs error {err[j]:.3g} at index {j}, expected {expected}, got {returned}"
     return "matches"
 
 

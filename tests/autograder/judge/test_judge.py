@@ -6,7 +6,7 @@ import pytest
 
 from autograder.exercises import all_exercises, get, topics
 from autograder.judge.exercise import Exercise, Mistake, as_outputs, switchable
-from autograder.judge.verdict import judge
+from autograder.judge.verdict import describe_difference, distinct, judge
 from autograder.kernel.transport import NOT_IMPLEMENTED, Raised
 from exercise_bank import TEST_KEY
 
@@ -36,6 +36,26 @@ def test_right_answer_gets_full_marks():
 def test_known_mistake_is_named_and_scores_zero():
     v = judge(EX, CASES, outputs(lambda x: 3 * x))
     assert v.points == 0 and "tripled instead of doubled" in " ".join(v.messages)
+
+
+@pytest.mark.parametrize("a, b, shown", [
+    (0.5, 0.25, ("0.5", "0.25")),                          # short numbers stay short
+    (1.74604e11, 1.746e11 + 4.7e6, ("1.74604e+11", "1.74605e+11")),
+    (1.746e11, 1.746e11 + 4.7e3, ("1.746e+11", "1.74600005e+11")),  # alike to 6 digits
+    (np.float32(1.0), np.float32(1.0000001), ("1", "1.0000001")),
+])
+def test_two_numbers_that_differ_are_printed_differently(a, b, shown):
+    assert distinct(a, b) == shown
+
+
+def test_a_large_value_off_by_a_little_shows_the_difference():
+    want = np.full((2, 2), 1.746e11)
+    got = want.copy()
+    got[1, 0] += 4.7e3
+    ex = Exercise(id="demo.big", function="big", signature="big(x) -> y", cases=_cases, reference=lambda x: x,
+                  output_names=("y",), rtol=1e-12, atol=0)
+    text = describe_difference(ex, (got,), (want,))
+    assert "expected 1.746e+11, got 1.74600005e+11" in text, text
 
 
 @switchable
