@@ -17,7 +17,9 @@ from (the file, which the formgrader shows, keeps everything):
   keep a case's inputs and print them later), and the learner's notebook has those outputs;
 - a solution cell's comment is the grader's own only: nbgrader's automatic one, "No response."
   on a cell left as released, says less than the graded cell's verdict ("`attention_forward`
-  is not implemented yet.").
+  is not implemented yet.");
+- the release's header (``header.py``) goes: it tells instructors where to edit the notebook
+  and learners how to submit it, neither of which the report of a submission needs.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from nbgrader.preprocessors import GetGrades
 from autograder.authoring import grade_id
 from autograder.exercises import get
 from autograder.pipeline.execute import FAULT_KEY, fault_output
+from autograder.pipeline.header import header_cells
 from autograder.pipeline.judge_outputs import is_verdict
 from autograder.pipeline.plan import recorded_exercise
 
@@ -40,6 +43,9 @@ class ReportGrades(GetGrades):
 
     def preprocess(self, nb, resources):
         nb, resources = super().preprocess(nb, resources)
+        info = resources["nbgrader"]
+        header = {(c.cell_type, c.source) for c in header_cells(info["assignment"], info["notebook"])}
+        nb.cells = [c for c in nb.cells if (c.cell_type, c.source) not in header]
         answers = {c.metadata.nbgrader.grade_id for c in nb.cells
                    if c.metadata.get("nbgrader", {}).get("solution")}
         for cell in nb.cells:

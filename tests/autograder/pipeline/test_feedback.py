@@ -6,7 +6,7 @@ banner is there), one with a wrong answer, two exercises left as released and a 
 of the learner's own with formulas. Headless Chromium opens each report from disk with every
 request but ``file:`` refused, and finds: no http(s) request tried, every formula typeset as
 MathML (none left as TeX), each exercise named in the summary, no bare score ``Out[n]`` and no
-"No response.", and a banner with the real submit command.
+"No response.", and not the release's banner, which speaks to instructors.
 
 A third report, of notebook 04 with a ``layernorm_forward`` that returns ``out`` alone (an
 error message longer than the grader quotes), and the wrong answer's long "This line of
@@ -124,10 +124,11 @@ def test_no_bare_score_and_no_empty_comment(reports, name):
     assert f"attention.forward: {forward.points:g} / 3 points" in page["text"]  # the verdict says it
 
 
-def test_the_banner_gives_the_real_command(reports):
-    _, page, _ = reports["full"]
-    assert f"submit from the last cell or, in a terminal at the course folder, with {COMMAND}." in page["text"]
-    assert "this notebook>" not in page["text"] and "&lt;" not in page["text"]
+def test_the_report_shows_no_banner(reports):
+    banner = [c for c in nbformat.read(RELEASED, as_version=4).cells if "instructors edit" in c.source]
+    assert banner and COMMAND in banner[0].source  # the learner's notebook has it
+    for _, page, _ in reports.values():
+        assert "Generated file" not in page["text"] and "instructors edit" not in page["text"]
 
 
 def test_scores_are_still_nbgraders_partial_credit(reports):
