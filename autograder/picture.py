@@ -24,26 +24,24 @@ NONFINITE_COLOR = "#ff00ff"  # magenta: NaN or inf, outside every colour map use
 MARK_COLOR = "black"         # the dot on a cell beyond tolerance
 MASKED_FALLBACK = "#b0b0b0"  # course_lib.style.MASKED_COLOR, when course_lib is not importable
 
-# rows, columns of a 2-D slice, for outputs the course glossary (course_lib/README.md) names
+# rows, columns of a 2-D slice, for outputs the course glossary (course_lib/README.md) names;
+# an exercise's own ``Exercise.axes`` come first
 _QUERIES_KEYS = ("T_q (queries)", "T_k (keys)")
 GLOSSARY_AXES = {
     "A": _QUERIES_KEYS, "S": _QUERIES_KEYS, "mask": _QUERIES_KEYS,
     "dA": _QUERIES_KEYS, "dS": _QUERIES_KEYS,  # a gradient has the shape of what it differentiates
     "P": ("position t", "d_model"),
 }
-# exercises whose output reuses a glossary letter for something else
-NOT_THE_GLOSSARY = {
-    "positional.rotation": ("axis -2 (rows)", "axis -1 (columns)"),  # A(m), a rotation matrix
-}
+UNNAMED_AXES = ("axis -2", "axis -1")
 # outputs laid out like the scores (..., T_q, T_k), on which a case's attention mask applies
 MASKABLE = frozenset({"A", "S", "dA", "dS"})
 
 
-def axis_names_for(name: str, exercise_id: str | None = None) -> tuple[str, str]:
-    """Labels for the rows and columns of a 2-D slice of output ``name``."""
-    if exercise_id in NOT_THE_GLOSSARY:
-        return NOT_THE_GLOSSARY[exercise_id]
-    return GLOSSARY_AXES.get(name, ("axis -2", "axis -1"))
+def axis_names_for(name: str, ex=None) -> tuple[str, str]:
+    """Labels for the rows and columns of a 2-D slice of output ``name`` of exercise ``ex``
+    (an ``Exercise``, or None): its declared ``axes``, else the glossary's, else axis -2, -1."""
+    declared = ex.axes if ex is not None else {}
+    return tuple(declared.get(name) or GLOSSARY_AXES.get(name, UNNAMED_AXES))
 
 
 def _masked_color() -> str:
@@ -69,8 +67,15 @@ def _slice_of(shape: tuple) -> tuple[tuple, str]:
 
 def _nonfinite_note(x: np.ndarray) -> str:
     nan, inf = int(np.isnan(x).sum()), int(np.isinf(x).sum())
-    parts = [f"{n} {what}" for n, what in ((nan, "NaN"), (inf, "inf")) if n]
+    parts = [f"{_count(n)} {what}" for n, what in ((nan, "NaN"), (inf, "inf")) if n]
     return f"\n({', '.join(parts)}: magenta)" if parts else ""
+
+
+def _count(n: int) -> str:
+    """A count of cells, short enough for a title: 435, 12.3k, 1.05M."""
+    if n < 10_000:
+        return str(n)
+    return f"{n / 1e3:.3g}k" if n < 999_500 else f"{n / 1e6:.3g}M"  # not "1e+03k"
 
 
 def _ticks(ax, rows: int, cols: int) -> None:
@@ -106,8 +111,9 @@ def difference_figure(name, got, want, axis_names=None, mask=None, title=None,
     the case's boolean mask, True where a query may attend, broadcastable to ``want``: cells
     where it is False are hatched, and grey where the value is what the mask forces (always in
     the expected panel). ``rtol``, ``atol``: the exercise's tolerance; cells beyond it get a
-    dot in the difference panel. Returns the matplotlib Figure (the caller shows and closes
-    it), or None when the shapes differ or the output is not a matrix.
+    dot in the difference panel. Each panel has its colour bar (yours and expected share one
+    scale). Returns the matplotlib Figure (the caller shows and closes it), or None when the
+    shapes differ or the output is not a matrix.
     """
     import matplotlib.pyplot as plt  # lazy: 0.5 s, only when a check has a matrix to draw
 
@@ -171,11 +177,11 @@ def difference_figure(name, got, want, axis_names=None, mask=None, title=None,
         i, j = np.nonzero(beyond)
         axes[2].scatter(j, i, s=max(8.0, 150.0 / max(rows, cols)), c=MARK_COLOR, marker="o",
                         edgecolors="white", linewidths=0.5, zorder=3, gid="beyond tolerance")
-    axes[2].set_title(f"difference (yours − expected)\n• beyond tolerance: {int(beyond.sum())} "
-                      f"of {beyond.size} cells", fontsize=10)
-    fig.colorbar(images[0], ax=list(axes[:2]), shrink=0.85,
-                 label=f"{name} (1 = True, 0 = False)" if want.dtype == bool else name)
-    fig.colorbar(images[2], ax=axes[2], shrink=0.85, label="yours − expected")
+    axes[2].set_title(f"difference (yours − expected)\n• beyond tolerance: {_count(int(beyond.sum()))} "
+                      f"of {_count(beyond.size)}", fontsize=10)
+    scale = f"{name} (1 = True, 0 = False)" if want.dtype == bool else name
+    for ax, im, label in zip(axes, images, (scale, scale, "yours − expected")):
+        fig.colorbar(im, ax=ax, shrink=0.85, label=label)  # yours and expected: the same scale
 
     heading = title or f"{name}: where yours differs"
     if want.ndim > 2:
@@ -210,7 +216,7 @@ def show_first_failure(ex, cases: list, results: list) -> None:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     fig = difference_figure(
-                        name, got[i], want[i], axis_names=axis_names_for(name, ex.id),
+                        name, got[i], want[i], axis_names=axis_names_for(name, ex),
                         mask=case.get("mask") if name in MASKABLE else None,
                         title=f"{ex.function}, public case {number}: {name}",
                         rtol=ex.rtol, atol=ex.atol)

@@ -192,6 +192,7 @@ FORWARD = Exercise(
     reference=_forward_reference,
     points=3,
     output_names=("out", "A"),
+    axes={"out": ("T_q (queries)", "d_v")},
     forbidden=FORBIDDEN,
     features=QKV_FEATURES,
     dims=_qkv_dims,
@@ -492,6 +493,7 @@ BACKWARD = Exercise(
     reference=_backward_reference,
     points=3,
     output_names=("dQ", "dK", "dV"),
+    axes={"dQ": ("T_q (queries)", "d_k"), "dK": ("T_k (keys)", "d_k"), "dV": ("T_k (keys)", "d_v")},
     forbidden=FORBIDDEN,
     features=QKV_FEATURES,
     dims=_qkv_dims,
@@ -609,6 +611,7 @@ BACKWARD_COL = Exercise(
             "softmax_jvp: np.sum(g * s, axis=axis, keepdims=True) -> np.sum(g * s, keepdims=True, axis=0)")}},
     points=3,
     output_names=("dA", "dB", "dC", "dX"),
+    axes={"dA": ("d_k", "d"), "dB": ("d_k", "d"), "dC": ("d_k", "d"), "dX": ("d", "T")},
     forbidden=FORBIDDEN,
     mistakes=(
         Mistake(name="dA and dB swapped",
@@ -670,6 +673,7 @@ SPLIT_HEADS = Exercise(
                 "reshaped x is 4-D and axis 2 is axis -2"},
     points=1,
     output_names=("heads",),
+    axes={"heads": ("T", "d_k")},
     forbidden=FORBIDDEN,
     mistakes=(
         Mistake(name="heads split without transpose",
@@ -762,6 +766,7 @@ MULTI_HEAD = Exercise(
                     "n_heads": c["n_heads"], "T_q": c["x_q"].shape[1], "T_k": c["x_kv"].shape[1]},
     points=3,
     output_names=("out", "A"),
+    axes={"out": ("T_q (queries)", "d_model")},
     forbidden=FORBIDDEN,
     equivalent={
         **SOFTMAX_EQUIVALENT,

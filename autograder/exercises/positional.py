@@ -200,6 +200,7 @@ ROTATION = Exercise(
     dims=lambda c: {"d_model": c["d_model"]},
     points=2,
     output_names=("A",),
+    axes={"A": ("axis -2 (rows)", "axis -1 (columns)")},  # A(m) rotates a vector: no attention weights
     forbidden=NO_LIBRARY,
     equivalent=ODD_D_MODEL,
     mistakes=ROTATION_MISTAKES,
@@ -292,6 +293,7 @@ ROPE = Exercise(
     dims=lambda c: {"d": c["x"].shape[-1], "T": c["x"].shape[-2]},
     points=2,
     output_names=("x_rotated",),
+    axes={"x_rotated": ("T", "d_model")},
     forbidden=NO_LIBRARY,
     equivalent={"apply_rope: a line that updates `x` is missing":
                 "x is an array (..., T, d) by the exercise's text, so np.asarray(x) is a no-op",

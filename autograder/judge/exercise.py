@@ -162,6 +162,11 @@ class Exercise:
                feature of a hidden case must appear in a public case (a test checks).
     dims:      ``dims(case) -> {"d_k": 4, "T": 5}``: named sizes, so that feedback can say
                "off by a factor sqrt(d_k)" (``diagnose``).
+    axes:      ``{output name: (rows, columns)}``: the course glossary's names of the last two
+               axes of a matrix output, e.g. ``{"out": ("T_q (queries)", "d_v")}``, for the
+               check cell's picture (``autograder.picture``); an output not named here gets
+               the glossary letter's (``A``, ``S``, ``mask``: queries and keys), else
+               "axis -2", "axis -1".
     equivalent: ``{mutant id: reason}``: mutants of the reference (``autograder.judge.mutation``)
                that no legitimate case can tell from it, each with a one-line reason a
                reviewer can check; every other mutant must lose points on the graded cases
@@ -198,6 +203,7 @@ class Exercise:
     helpers: Sequence[str] = ()  # other learner functions ``call`` runs
     features: Callable[[Case], Sequence[str]] | None = None
     dims: Callable[[Case], dict] | None = None
+    axes: dict = field(default_factory=dict)  # output name -> (rows, columns), for the picture
     held_constant: dict = field(default_factory=dict)
     int_scalars: bool = False
     equivalent: dict = field(default_factory=dict)

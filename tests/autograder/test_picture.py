@@ -10,7 +10,8 @@ from matplotlib.collections import PatchCollection, PathCollection  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from autograder.check_cell import check  # noqa: E402
-from autograder.picture import difference_figure  # noqa: E402
+from autograder.exercises import get  # noqa: E402
+from autograder.picture import axis_names_for, difference_figure  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -164,3 +165,55 @@ def test_a_failing_picture_leaves_the_text_verdict(capsys, monkeypatch):
     check("attention.causal_mask", {"causal_mask": lambda T: np.ones((T, T), dtype=bool)})
     out = capsys.readouterr().out
     assert out.startswith("\u2718 causal_mask") and "no picture" not in out
+
+
+@pytest.mark.parametrize("exercise_id, name, names", [
+    ("attention.forward", "out", ("T_q (queries)", "d_v")),
+    ("attention.forward", "A", ("T_q (queries)", "T_k (keys)")),          # the glossary's letter
+    ("attention.backward", "dK", ("T_k (keys)", "d_k")),
+    ("attention.backward_col", "dA", ("d_k", "d")),                      # a projection's gradient here
+    ("gpt.forward", "logits", ("T", "vocab_size")),
+    ("positional.rotation", "A", ("axis -2 (rows)", "axis -1 (columns)")),  # not attention weights
+    ("layernorm.forward", "out", ("axis -2", "axis -1")),                # not declared
+])
+def test_axes_are_named_in_the_glossarys_words(exercise_id, name, names):
+    assert axis_names_for(name, get(exercise_id)) == names
+
+
+def test_the_check_cells_picture_names_the_axes_of_out(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.get_ipython", lambda: _FakeKernelShell())
+    monkeypatch.setattr("IPython.display.display", lambda obj, *a, **k: shown.append(obj))
+
+    def doubled(Q, K, V, mask=None):
+        out, A = _attention(Q, K, V, mask)
+        return 2 * out, A
+
+    check("attention.forward", {"attention_forward": doubled})
+    (fig,) = shown
+    panel = fig.axes[0]
+    assert panel.get_title().startswith("your out")
+    assert (panel.get_ylabel(), panel.get_xlabel()) == ("T_q (queries)", "d_v")
+
+
+def test_every_panel_has_its_colour_scale():
+    want, _ = _causal_weights()
+    fig = difference_figure("A", want.T.copy(), want)
+    images = [ax.get_images()[0] for ax in fig.axes if ax.get_images()]
+    bars = [im.colorbar for im in images]
+    assert len(images) == 3 and all(bar is not None for bar in bars)
+    assert bars[0].mappable.norm.vmin == bars[1].mappable.norm.vmin  # yours and expected: one scale
+    assert bars[0].mappable.norm.vmax == bars[1].mappable.norm.vmax
+
+
+def test_a_large_count_stays_short_and_every_title_fits_its_panel():
+    rng = np.random.default_rng(2)
+    want = rng.random((300, 300))
+    got = want + 1.0
+    fig = difference_figure("S", got, want, title="attention_forward, public case 2: S")
+    fig.canvas.draw()
+    panels = [ax for ax in fig.axes if ax.get_images()]
+    assert panels[2].get_title().endswith("beyond tolerance: 90k of 90k")
+    renderer = fig.canvas.get_renderer()
+    for ax in panels:
+        assert ax.title.get_window_extent(renderer).width <= ax.get_window_extent(renderer).width, ax.get_title()
