@@ -151,10 +151,15 @@ def _where(stmt, new_owner) -> str:
 class _Tidy(ast.NodeTransformer):
     """Arithmetic of small integers folded, for the words only: ``n - 1 + 1`` is ``n``,
     ``1 - 1`` is ``0``, ``-0`` is ``0``; an identity dropped, as a learner writes it:
-    ``d_model // 1``, ``x * 1``, ``1 * x``, ``x / 1``, ``x ** 1``, ``0 + x`` are ``d_model``, ``x``."""
+    ``d_model // 1``, ``x * 1``, ``1 * x``, ``x / 1``, ``x ** 1``, ``0 + x`` are ``d_model``, ``x``;
+    ``x * np.zeros(x.shape)`` (or ``np.zeros_like(x)``, either side) is ``np.zeros_like(x)``."""
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
+        if isinstance(node.op, ast.Mult):
+            for zeros, other in ((node.right, node.left), (node.left, node.right)):
+                if _zeros_of(zeros, other):
+                    return ast.Call(ast.Attribute(zeros.func.value, "zeros_like"), [other], [])
         if isinstance(node.op, (ast.Mult, ast.Div, ast.FloorDiv, ast.Pow)) and _one(node.right):
             return node.left
         if isinstance(node.op, ast.Mult) and _one(node.left) or isinstance(node.op, ast.Add) and _zero(node.left):
@@ -186,6 +191,16 @@ def _short_numbers(code: str) -> str:
     """Floats as a learner writes them: ``1000000000000000.0`` (how ``ast.unparse`` gives
     ``1e15``) as ``1e15``."""
     return _LONG_FLOAT.sub(lambda m: f"{float(m.group(1)):g}".replace("e+", "e"), code)
+
+
+def _zeros_of(call, of) -> bool:
+    """Whether ``call`` is ``np.zeros(of.shape)`` or ``np.zeros_like(of)`` (any module name)."""
+    if not isinstance(call, ast.Call) or call.keywords or len(call.args) != 1 or \
+            not isinstance(call.func, ast.Attribute) or not isinstance(call.func.value, ast.Name):
+        return False
+    arg, same = call.args[0], lambda a, b: ast.dump(a) == ast.dump(b)  # noqa: E731
+    return call.func.attr == "zeros_like" and same(arg, of) or call.func.attr == "zeros" and \
+        isinstance(arg, ast.Attribute) and arg.attr == "shape" and same(arg.value, of)
 
 
 def _int(node) -> bool:

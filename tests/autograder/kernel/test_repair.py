@@ -170,6 +170,9 @@ def test_fixes_are_worded_as_a_learner_writes_them():
     from autograder.kernel.repair import _tidy
     assert [_tidy(c) for c in ("d_model // 1", "x * 1", "1 * x", "x / 1.0", "x ** 1", "0 + x", "n - 1 + 1",
                                "(a + b) * 1", "x * 2")] == ["d_model", "x", "x", "x", "x", "x", "n", "a + b", "x * 2"]
+    assert [_tidy(c) for c in ("x * np.zeros(x.shape)", "np.zeros_like(h[0]) * h[0]", "x * np.zeros(y.shape)",
+                               "x * np.zeros((3, 4))")] == [
+        "np.zeros_like(x)", "np.zeros_like(h[0])", "x * np.zeros(y.shape)", "x * np.zeros((3, 4))"]
 
 
 def test_no_search_when_the_probes_pass():
