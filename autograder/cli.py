@@ -7,6 +7,8 @@
     autograder grade SUBMISSIONS -a ASSIGNMENT     grade a class into the gradebook, export CSV;
                                                    resumable, in parallel or on a Dask cluster
     autograder regrade ASSIGNMENT                  grade a class again after the grader changed
+    autograder leaderboard ASSIGNMENT SUBMISSIONS  the class race: entries trained in the sandbox
+                                                   under a CPU budget, ranked on held-out text
     autograder export canvas|moodle --roster CSV   grades in the layout a school's gradebook imports
     autograder release-solutions ASSIGNMENT        the model solutions to the learners, once due
     autograder hub setup|remove COURSE_FILE        a JupyterHub for the courses a file describes
@@ -113,6 +115,29 @@ def cmd_grade(args) -> int:
     summary, csv = done
     print(shown(f"grades written to {csv}"))
     return 1 if summary.failed else 0
+
+
+def cmd_leaderboard(args) -> int:
+    from autograder.pipeline.sandbox import SandboxUnavailable, isolation, ISOLATION_ENV
+    from autograder.race.heldout import Unseen
+    from autograder.race.leaderboard import NoEntry, race, summary
+    from autograder.race.verify import Rules
+
+    os.environ.setdefault(ISOLATION_ENV, "auto" if args.allow_unisolated else "required")
+    rules = Rules(budget=args.budget, seeds=args.seeds, params=args.params)
+    out = Path(args.out)
+    try:
+        isolated, said = isolation()
+        if not isolated:
+            print(shown(said), file=sys.stderr)
+        ranked, line = race(args.assignment, Path(args.submissions), out, rules,
+                            Path(args.heldout) if args.heldout else None, jobs=args.jobs, isolate=isolated)
+    except (SandboxUnavailable, Unseen, NoEntry, OSError) as err:
+        print(f"autograder: {shown(err)}", file=sys.stderr)
+        return 2
+    print(shown(summary(ranked, line)))
+    print(shown(f"leaderboard written to {out / 'leaderboard.html'} and {out / 'leaderboard.csv'}"))
+    return 0
 
 
 def cmd_regrade(args) -> int:
@@ -246,6 +271,19 @@ def main(argv=None) -> int:
                    help="grade again the submissions an earlier run could not grade")
     _class_options(p)
     p.set_defaults(func=cmd_grade)
+
+    p = sub.add_parser("leaderboard", help="the class race: train every entry in the sandbox under a "
+                       "CPU budget, score it on held-out text, rank the class (instructor)")
+    p.add_argument("assignment", help="the assignment whose notebooks hold the race entry (06_gpt)")
+    p.add_argument("submissions", help="nbgrader submitted/ folder, a flat folder or a .zip of notebooks")
+    p.add_argument("--out", default="race", help="where the leaderboard, feedback and runs go")
+    p.add_argument("--budget", type=float, default=300.0, help="CPU seconds of training per seed")
+    p.add_argument("--seeds", type=int, default=3, help="seeds per entry")
+    p.add_argument("--params", type=int, default=2_000_000, help="most numbers a trained model may hold")
+    p.add_argument("--heldout", help="the text to score on (default: the play set-up keeps aside)")
+    p.add_argument("--jobs", type=int, default=1, help="entries trained at once")
+    p.add_argument("--allow-unisolated", action="store_true", help="run without the sandbox where it cannot start")
+    p.set_defaults(func=cmd_leaderboard)
 
     p = sub.add_parser("regrade", help="grade every submission of an assignment again after the "
                        "grader changed; print whose score changed (instructor)")

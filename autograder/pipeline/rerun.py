@@ -155,21 +155,24 @@ def _server(tables: dict) -> Callable[[dict], dict]:
 
 
 def converse(process: Popen, stop: Callable[[], None], first: str, answer: Callable[[dict], dict] | None,
-             seconds: float):
+             seconds: float, line: int = LINE, on_results: Callable[[], None] | None = None):
     """Send ``first`` (a line) to a process run alone, answer its requests (``{"ask": ...}``)
     with ``answer``, and return the ``results`` of its last line, parsed (``wire.loads``); None
-    when it ends without one, sends more than ``LINE`` bytes in a line, or runs past ``seconds``
+    when it ends without one, sends more than ``line`` bytes in a line, or runs past ``seconds``
     (``stop`` kills it and all it started, then or on return); a ``wire.Unreadable``, returned,
     when it sends a line ``wire.loads`` refuses, or one that is neither a request nor results.
-    Nothing here waits on the process past ``seconds``: its output is read as it comes."""
+    Nothing here waits on the process past ``seconds``: its output is read as it comes.
+    ``on_results`` is called as the results come, before the process is killed."""
     deadline = time.monotonic() + seconds
-    lines = _lines(process.stdout.fileno(), deadline)
+    lines = _lines(process.stdout.fileno(), deadline, line)
     try:
         process.stdin.write(first.encode() + b"\n")
         process.stdin.flush()
-        for line in lines:
-            message = wire.loads(line, max_bytes=LINE)
+        for text in lines:
+            message = wire.loads(text, max_bytes=line)
             if isinstance(message, dict) and "results" in message:
+                if on_results is not None:
+                    on_results()
                 return message["results"]
             if answer is None or not isinstance(message, dict) or "ask" not in message:
                 return wire.Unreadable("a line that is neither a request nor results")
@@ -185,9 +188,9 @@ def converse(process: Popen, stop: Callable[[], None], first: str, answer: Calla
         process.wait()
 
 
-def _lines(fd: int, deadline: float):
+def _lines(fd: int, deadline: float, line: int = LINE):
     """The lines (without their newline) that come on ``fd`` until it closes, a line grows past
-    ``LINE`` bytes, or the monotonic clock passes ``deadline``."""
+    ``line`` bytes, or the monotonic clock passes ``deadline``."""
     held, size = [], 0  # the pieces of the line not yet ended, and their length
     while True:
         left = deadline - time.monotonic()
@@ -203,5 +206,5 @@ def _lines(fd: int, deadline: float):
             yield b"".join(held)
             yield from rest[:-1]
             held, size = [rest[-1]], len(rest[-1])
-        if size > LINE:
+        if size > line:
             return

@@ -263,12 +263,14 @@ class Sandbox:
         """``argv`` started as the kernel runs (``contained``: this sandbox, its limits, its uid,
         the seccomp filter of ``launch``), with pipes for its standard input and output; its
         standard error goes nowhere. Yields (the process, a function that kills it and all it
-        started), and kills them on leaving."""
+        started), and kills them on leaving. The process's ``sandbox_pid`` is the sandbox's first
+        process (``tree_cpu``), where it could be known."""
         argv = self.contained(argv)
         pipes = dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         if not self.isolate:  # a session of its own: its process group goes with it
             with subprocess.Popen(argv, env=self.environment(), cwd=self.work, start_new_session=True,
                                   **pipes) as process:
+                process.sandbox_pid = process.pid
                 def stop():  # once reaped, its pid and group may be another's
                     if process.returncode is None:
                         _kill(process.pid, group=True)
@@ -280,7 +282,9 @@ class Sandbox:
         with self.launch(argv) as (argv, fds, info):  # closes ``info`` if the start fails
             process = subprocess.Popen(argv, pass_fds=fds, **pipes)
         try:  # read whole: bwrap dies of a pipe closed before it writes
-            first = _pidfd(_child_pid(info), parent=process.pid)
+            pid = _child_pid(info)
+            first = _pidfd(pid, parent=process.pid)
+            process.sandbox_pid = pid  # for ``tree_cpu``
         except OSError:
             first = None
 
@@ -389,6 +393,32 @@ def _child_pid(info_fd: int) -> int:
     if type(pid) is not int or pid <= 0:
         raise OSError(f"bubblewrap did not say which process it started ({text[:200]!r})")
     return pid
+
+
+def tree_cpu(pid: int) -> float | None:
+    """CPU seconds (user and system, every thread's, and those of the children it waited for)
+    of process ``pid`` and every live process under it, read from ``/proc`` as the kernel
+    counts them (None where ``pid`` is gone). bubblewrap's outer process never waits for the
+    sandbox's first one, so no count reaches the grader when they end: read it while they live."""
+    parents, times = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:  # "pid (name) state ppid ...": the name may hold spaces
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(v) for v in fields[11:15])  # utime stime cutime cstime, in ticks
+    if pid not in times:
+        return None
+    tree, grew = {pid}, True
+    while grew:
+        more = {p for p, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grew = bool(more)
+    return sum(times[p] for p in tree) / os.sysconf("SC_CLK_TCK")
 
 
 def _pidfd(pid: int, parent: int) -> int:

@@ -1,0 +1,164 @@
+"""``autograder leaderboard``: a class's race entries verified and ranked. [trusted]
+
+Each learner's entry is the cell of their notebook whose nbgrader id is ``ENTRY_ID`` (read
+with the careful reader, ``skim``: only cell sources, never outputs); the course's own entry
+(``course_lib.race.BASELINE``) runs with them. Every entry's seeds are drawn from the race's
+key (kept in the output folder, readable by its owner alone), so the same entry gets the same
+seeds in every run, and no entry can choose them. What each entry gave is kept in
+``runs/<id>.json`` with a digest of its source, the rules and the texts: a run stopped halfway
+resumes where it was, and an entry changed since is run again. Entries run ``jobs`` at a time
+(each is a chain of sandboxed processes; a thread here only waits on them).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from autograder.classroom.intake import find_submissions, unpacked
+from autograder.pipeline.assignment import notebooks
+from autograder.pipeline.skim import Cut, Limits, Unreadable, skim
+from autograder.race import board
+from autograder.race.heldout import Texts, texts
+from autograder.race.verify import Rules, Run, seeds_for, split_heldout, verify
+from course_lib.ngram import NgramLM
+from course_lib.race import BASELINE, bits_per_char
+
+ENTRY_ID = "race_entry"
+CELLS = 2000  # cells of a notebook read, at most (the course's longest has about 150)
+
+
+class NoEntry(ValueError):
+    """A notebook without a race entry that can be read; the message says why."""
+
+
+def entry_source(notebook: Path) -> str:
+    """The source of ``notebook``'s race entry cell (nbgrader id ``ENTRY_ID``)."""
+    try:
+        cells = skim(notebook, Limits(cells=CELLS)).cells
+    except Unreadable as err:
+        raise NoEntry(f"the notebook {err}") from None
+    for cell in cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {}) if isinstance(cell, dict) else {}
+        if isinstance(meta, dict) and meta.get("grade_id") == ENTRY_ID:
+            source = cell.get("source", "")
+            if isinstance(source, Cut):
+                raise NoEntry(f"the race entry cell is {source.size} bytes, more than the grader reads")
+            if isinstance(source, list) and all(isinstance(s, str) for s in source):
+                source = "".join(source)
+            if not isinstance(source, str):
+                raise NoEntry("the race entry cell's source is not text")
+            return source
+    raise NoEntry(f"the notebook has no race entry cell (nbgrader id {ENTRY_ID!r})")
+
+
+def five_gram(data: Texts, windows: int) -> float:
+    """The 5-gram's bits per character on the scored windows (each from an empty context)."""
+    scored, _ = split_heldout(data.heldout, windows)
+    model = NgramLM(5, data.tokenizer.vocab_size).fit(data.train)
+    with torch.no_grad():
+        logits, _ = model(torch.from_numpy(scored[:, :-1]))
+    return bits_per_char(logits.numpy(), scored[:, 1:])
+
+
+def _key(out: Path) -> bytes:
+    """The race's key (made once, mode 600): it draws every entry's seeds."""
+    path = out / ".race_key"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32))
+    return bytes.fromhex(path.read_text().strip())
+
+
+def _digest(code: str, rules: Rules, data: Texts) -> str:
+    h = hashlib.sha256()
+    for part in (code, json.dumps(asdict(rules), sort_keys=True), data.tokenizer.chars):
+        h.update(part.encode() + b"\0")
+    h.update(data.train.tobytes() + data.heldout.tobytes())
+    return h.hexdigest()
+
+
+def _standing(name: str, code: str | None, why: str | None, data: Texts, rules: Rules, out: Path,
+              key: bytes, isolate: bool) -> board.Standing:
+    """``name``'s standing: from ``runs/`` where the same entry ran under the same rules, else run."""
+    if code is None:
+        return board.Standing(name, [Run(0, reason=why)])
+    kept = out / "runs" / f"{name}.json"
+    digest = _digest(code, rules, data)
+    if kept.exists():
+        try:
+            saved = json.loads(kept.read_text())
+            if saved.get("digest") == digest:
+                return board.Standing(name, [Run(**r) for r in saved["runs"]])
+        except (ValueError, KeyError, TypeError):
+            pass  # a file half written: run again
+    runs = verify(code, data.train, data.heldout, data.tokenizer.vocab_size, rules,
+                  seeds_for(key, name, rules.seeds), isolate=isolate)
+    tmp = kept.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"digest": digest, "runs": [asdict(r) for r in runs]}))
+    tmp.replace(kept)
+    return board.Standing(name, runs)
+
+
+def race(assignment: str, submissions: Path, out: Path, rules: Rules = Rules(), heldout: Path | None = None,
+         jobs: int = 1, isolate: bool = True, train_text: str | None = None) -> tuple[list[board.Standing], float]:
+    """Verify and rank every entry of ``submissions`` (a folder or zip, as ``grade`` reads it) and
+    the course's own; write the leaderboard into ``out``. (the board, the 5-gram's line)."""
+    data = texts(heldout, train_text)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "runs").mkdir(exist_ok=True)
+    (out / "feedback").mkdir(exist_ok=True)
+    key = _key(out)
+    names = notebooks(assignment)
+    if not names:
+        raise NoEntry(f"no assignment {assignment!r} in solutions/")
+    entries: dict[str, tuple[str | None, str | None]] = {board.BASELINE: (BASELINE, None)}
+    with unpacked(Path(submissions)) as (folder, skipped):
+        found, refused = find_submissions(folder, assignment, names[0], skipped=skipped)
+        for outcome in refused:
+            entries[outcome.student] = (None, outcome.reason)
+        for student, paths in found.items():
+            try:
+                entries[student] = (entry_source(paths[0]), None)
+            except NoEntry as err:
+                entries[student] = (None, str(err))
+    line = five_gram(data, rules.windows)
+    with ThreadPoolExecutor(max(1, jobs)) as pool, tqdm(total=len(entries), desc="race entries", unit="entry") as bar:
+        def one(item):
+            name, (code, why) = item
+            try:
+                return _standing(name, code, why, data, rules, out, key, isolate)
+            finally:
+                bar.update()
+        standings = list(pool.map(one, entries.items()))
+    ranked = board.rank(standings)
+    base = next(s for s in standings if s.name == board.BASELINE)
+    base_mean = base.mean if base.reason is None else None
+    about = (f"Trained for {rules.budget:g} CPU seconds on one thread, at most {rules.params:,} numbers, "
+             f"{rules.seeds} seeds each; scored on {data.heldout_name} ({rules.windows} windows of "
+             f"held-out text no entry saw). A place needs p < {board.ALPHA} (Welch's t-test).")
+    board.write_csv(out / "leaderboard.csv", ranked, line, base_mean)
+    board.write_html(out / "leaderboard.html", ranked, line, base_mean, about)
+    for s in ranked:
+        if s.name != board.BASELINE:
+            board.write_feedback(out / "feedback" / f"{s.name}.html", s, base, line, about)
+    return ranked, line
+
+
+def summary(ranked: list[board.Standing], line: float) -> str:
+    """The board as lines for a terminal (learner ids escaped by the caller)."""
+    rows = [f"5-gram line: {line:.3f} bits per character"]
+    for s in ranked:
+        if s.reason is None:
+            rows.append(f"{s.rank:>3}  {s.name}: {s.mean:.3f} ± {s.spread:.3f}")
+        else:
+            rows.append(f"  -  {s.name}: ranked nowhere: {s.reason}")
+    return "\n".join(rows)

@@ -1,0 +1,288 @@
+"""A race entry verified: trained in the sandbox, scored on text it never saw. [trusted]
+
+For each seed of an entry (its source: ``build`` and ``RECIPE``, see ``course_lib.race``):
+
+1. **Training**, in a sandbox of its own (``autograder/kernel/race.py train``): the training
+   text, the seed and the budget go in; the weights and the curve come out. The budget is CPU
+   time, not wall time: the process trains until ``Rules.budget`` CPU seconds of its own have
+   passed (every thread counted), ``prlimit`` kills it ``Rules.grace`` seconds later, and the
+   CPU time the operating system counted for the whole sandbox, read here once it has ended,
+   must be within the budget plus ``Rules.startup`` (torch's import and the harness). No
+   child process can be made there (``kernel/confine``), so no work escapes the count.
+2. **Scoring**, in a second sandbox: the entry's source and the weights go in, and the
+   held-out windows one at a time, in the text's order, each sent only once the logits of the
+   one before are here: nothing the process does later changes them, and it never holds the
+   text ahead of what it scores. The loss is computed here from those logits.
+3. **Causality**, in a third: for ``Rules.checks`` of the windows, a *probe* that keeps the
+   window's first t + 1 characters and continues with text that is never scored. The logits at
+   positions 0..t must be the scored ones: a model that looks at a later character changes
+   them. The probes run in a fresh process, which cannot know the logits it must repeat.
+
+The weights are checked as they cross (names, shapes, finite numbers) and counted against the
+parameter cap; what the entry's code raises, a budget overrun, a crash or a broken promise makes
+the run's ``reason``, and a run with a reason counts for nothing.
+"""
+from __future__ import annotations
+
+import hmac
+import math
+import sys
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from autograder.kernel import wire
+from autograder.kernel.transport import decode_array, encode_array
+from autograder.pipeline.rerun import converse
+from autograder.pipeline.sandbox import Limits, Sandbox, tree_cpu
+from course_lib.race import CONTEXT, bits_per_char
+
+MAX_WEIGHTS = 4096   # arrays in an entry's state
+MAX_NAME = 200       # characters of an array's name
+LINE = 64 << 20      # bytes of one line from a race process: the weights at the parameter cap
+SAMPLE = 0.25        # seconds between readings of a race process's CPU time
+CAUSAL_TOLERANCE = 1e-4  # of a logit, relative to its size (the same inputs give the same bits)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What an entry must keep to; the defaults are the class race's."""
+    budget: float = 300.0         # CPU seconds of training, one thread
+    params: int = 2_000_000       # numbers in the trained state, at most
+    seeds: int = 3
+    windows: int = 256            # held-out windows scored, of CONTEXT characters each
+    checks: int = 8               # causality probes
+    memory: int = 2 << 30         # bytes the process may hold beyond torch's own
+    code_bytes: int = 20_000      # of the entry's source
+    startup: float = 20.0         # CPU seconds allowed besides the budget (torch's import, the harness)
+    grace: float = 10.0           # CPU seconds past the budget before prlimit kills the process
+    score_seconds: float = 120.0  # CPU seconds for scoring all windows
+
+    def wall(self, cpu: float) -> float:
+        """Wall seconds a process with ``cpu`` CPU seconds may run: a busy machine's share."""
+        return 4 * cpu + 60
+
+
+@dataclass
+class Run:
+    """One seed of an entry: its score (bits per character on the held-out windows) or why none."""
+    seed: int
+    bpc: float | None = None
+    cpu: float = 0.0              # CPU seconds of the training sandbox, as the system counted them
+    params: int = 0
+    curve: list = field(default_factory=list)  # (CPU seconds, training bits per character)
+    reason: str | None = None
+
+
+def seeds_for(key: bytes, name: str, n: int) -> list[int]:
+    """``n`` seeds for entry ``name``, drawn from the race's key: the same for the same entry,
+    unknown to it in advance."""
+    digest = hmac.new(key, b"race seeds: " + name.encode(), "sha256").digest()
+    return [int.from_bytes(digest[4 * i:4 * i + 4], "little") % (2 ** 31) for i in range(n)]
+
+
+def verify(code: str, train_ids: np.ndarray, heldout: np.ndarray, vocab_size: int, rules: Rules,
+           seeds: list[int], isolate: bool = True, progress=None) -> list[Run]:
+    """Every seed's ``Run`` of the entry ``code``: trained on ``train_ids``, scored on the first
+    ``rules.windows`` windows of ``heldout`` (ids, with a tail kept for the probes, ``split_heldout``)."""
+    if len(code.encode()) > rules.code_bytes:
+        why = f"the entry's source is {len(code.encode())} bytes; the race takes at most {rules.code_bytes}"
+        return [Run(seed, reason=why) for seed in seeds]
+    scored, spare = split_heldout(heldout, rules.windows)
+    runs = []
+    for seed in seeds:
+        run = Run(seed)
+        try:
+            weights = _train(run, code, train_ids, vocab_size, rules, isolate)
+            logits = _scores(code, weights, vocab_size, scored[:, :-1], rules, isolate,
+                             seeds=(seed, seed ^ 0x5EED))
+            run.bpc = bits_per_char(logits, scored[:, 1:])
+            _check_causal(code, weights, vocab_size, scored, spare, logits, seed, rules, isolate)
+        except Refused as why:
+            run.bpc, run.reason = None, str(why)
+        runs.append(run)
+        if progress is not None:
+            progress(run)
+    return runs
+
+
+class Refused(Exception):
+    """Why a run counts for nothing, in a sentence for the learner."""
+
+
+def split_heldout(ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the scored windows (n, CONTEXT + 1), the text after them, for the probes' continuations)."""
+    ids = np.asarray(ids, dtype=np.int64)
+    n = min(n, (len(ids) - 1) // CONTEXT - 1)
+    if n < 1:
+        raise ValueError(f"{len(ids)} held-out characters cannot hold two windows of {CONTEXT}")
+    scored = np.stack([ids[i * CONTEXT: i * CONTEXT + CONTEXT + 1] for i in range(n)])
+    return scored, ids[n * CONTEXT + 1:]
+
+
+def _process(rules: Rules, mode: str, spec: dict, answer=None, cpu: float = 0.0, isolate: bool = True):
+    """Run ``race.py mode`` in a fresh sandbox on ``spec``, killed past ``cpu`` CPU seconds:
+    (its results, or None where it stopped without them; the CPU seconds the system counted
+    for it, read as its results came, or else the last reading while it ran, every
+    ``SAMPLE`` seconds)."""
+    limits = Limits(address_space=64 << 30, cpu_seconds=math.ceil(cpu), processes=64,
+                    scratch=16 << 20)
+    used, ended = [], threading.Event()
+    with Sandbox(isolate=isolate, limits=limits) as box:
+        argv = [sys.executable, str(box.site / "autograder" / "kernel" / "race.py"), mode, str(rules.memory)]
+        with box.alone(argv) as (process, stop):
+            pid = getattr(process, "sandbox_pid", process.pid)
+
+            def sample():
+                while not ended.wait(SAMPLE):
+                    seen = tree_cpu(pid)
+                    if seen is not None:
+                        used.append(seen)
+            watcher = threading.Thread(target=sample, daemon=True)
+            watcher.start()
+
+            def count():  # while it waits, alive, for the word to end
+                ended.set()
+                watcher.join()
+                used.append(tree_cpu(pid))
+            try:
+                reply = converse(process, stop, wire.dumps(spec), answer, rules.wall(cpu), line=LINE,
+                                 on_results=count)
+            finally:
+                ended.set()
+                watcher.join()
+    if reply is not None and not isinstance(reply, wire.Unreadable) and (not used or used[-1] is None):
+        raise Refused(f"the {mode} process ended before its CPU time could be read")
+    return reply, max([u for u in used if u is not None], default=0.0)
+
+
+def _results(reply, what: str) -> dict:
+    """The results of a race process, or ``Refused`` saying why there are none."""
+    if reply is None:
+        raise Refused(f"the {what} process stopped without a result (a crash, or out of its time)")
+    if isinstance(reply, wire.Unreadable):
+        raise Refused(f"the {what} process sent what could not be read: {reply}"[:300])
+    if not isinstance(reply, dict):
+        raise Refused(f"the {what} process sent no results")
+    if "error" in reply:
+        raise Refused(f"the entry raised while {what}: {str(reply['error'])[:300]}")
+    return reply
+
+
+def _train(run: Run, code: str, train_ids, vocab_size: int, rules: Rules, isolate: bool) -> dict:
+    """Train in the sandbox (filling ``run``'s cpu, curve and params); the weights, decoded."""
+    spec = {"code": code, "seed": run.seed, "budget": rules.budget, "vocab_size": vocab_size,
+            "train": encode_array(np.asarray(train_ids, dtype=np.int16 if vocab_size < 2 ** 15 else np.int64))}
+    limit = rules.budget + rules.startup + rules.grace
+    reply, run.cpu = _process(rules, "train", spec, cpu=limit, isolate=isolate)
+    if reply is None and run.cpu >= limit - 1.0:
+        raise Refused(f"training ran past its CPU limit ({limit:.0f} s) and was stopped: the budget is "
+                      f"{rules.budget:.0f} CPU seconds (and {rules.startup:.0f} to start), counted in every "
+                      "thread, from the entry's first line")
+    if run.cpu > rules.budget + rules.startup:
+        raise Refused(f"training used {run.cpu:.0f} CPU seconds; the budget is {rules.budget:.0f} "
+                      f"(and {rules.startup:.0f} to start): work done in another thread or before "
+                      "the budget's clock started counts too")
+    results = _results(reply, "training")
+    weights = results.get("weights")
+    if not isinstance(weights, dict) or not weights or len(weights) > MAX_WEIGHTS:
+        raise Refused("the trained model's state is not a mapping of at most "
+                      f"{MAX_WEIGHTS} named arrays")
+    sizes = {}
+    for name, a in weights.items():
+        shape = a.get("shape") if isinstance(a, dict) else None
+        if not isinstance(name, str) or len(name) > MAX_NAME or not isinstance(shape, list) or \
+                any(type(n) is not int or n < 0 for n in shape):
+            raise Refused("the trained model's state holds something that is not a named array")
+        sizes[name] = math.prod(shape)
+    run.params = sum(sizes.values())
+    if run.params > rules.params:
+        raise Refused(f"the model holds {run.params:,} numbers; the race allows {rules.params:,}")
+    try:
+        decoded = {name: decode_array(a) for name, a in weights.items()}
+    except (ValueError, KeyError, TypeError) as err:
+        raise Refused(f"the trained model's state could not be read: {err}"[:300]) from None
+    if not all(np.isfinite(a).all() for a in decoded.values()):
+        raise Refused("the trained model's weights hold NaN or infinity")
+    curve = results.get("curve")
+    if isinstance(curve, list) and len(curve) <= 10_000:
+        run.curve = [(float(p[0]), float(p[1])) for p in curve
+                     if isinstance(p, list) and len(p) == 2 and all(type(v) in (int, float) for v in p)]
+    return decoded
+
+
+def _scores(code: str, weights: dict, vocab_size: int, inputs: np.ndarray, rules: Rules,
+            isolate: bool, seeds: tuple = ()) -> np.ndarray:
+    """The entry's logits (n, CONTEXT, vocab_size) on ``inputs`` (n, CONTEXT), each window sent
+    once the one before has its logits here; ``seeds``: two seeds the model is first built
+    under, which must give two models (an entry that fixes its own seed is refused)."""
+    got, sent = [], []
+    problems = []
+
+    def answer(message: dict) -> dict:
+        if sent:
+            logits = _logits(message.get("logits"), vocab_size)
+            if isinstance(logits, str):
+                problems.append(logits)
+                return {"stop": True}
+            got.append(logits)
+        if len(sent) == len(inputs):
+            return {"stop": True}
+        sent.append(len(sent))
+        return {"window": encode_array(inputs[len(sent) - 1].astype(np.int16 if vocab_size < 2 ** 15 else np.int64))}
+    spec = {"code": code, "vocab_size": vocab_size, "weights": {k: encode_array(v) for k, v in weights.items()},
+            "seeds": list(seeds)}
+    reply, _ = _process(rules, "score", spec, answer, cpu=rules.score_seconds + rules.startup, isolate=isolate)
+    if problems:
+        raise Refused(problems[0])
+    _results(reply, "scoring")
+    if len(got) != len(inputs):
+        raise Refused(f"the model scored {len(got)} of {len(inputs)} windows")
+    return np.stack(got)
+
+
+def _logits(data, vocab_size: int) -> np.ndarray | str:
+    """One window's logits (CONTEXT, vocab_size) as they came, or why they cannot be scored."""
+    try:
+        a = decode_array(data) if isinstance(data, dict) else None
+    except (ValueError, KeyError, TypeError) as err:
+        return f"the model's logits could not be read: {err}"[:300]
+    if a is None or a.shape != (CONTEXT, vocab_size) or a.dtype.kind != "f":
+        shape = None if a is None else a.shape
+        return f"the model returned logits of shape {shape} for a window; the race needs ({CONTEXT}, {vocab_size}) floats"
+    if not np.isfinite(a).all():
+        return "the model's logits hold NaN or infinity"
+    return a.astype(np.float64)
+
+
+def probes(scored: np.ndarray, spare: np.ndarray, seed: int, n: int) -> list[tuple[int, int, np.ndarray]]:
+    """``n`` probes (window index, cut t, inputs (CONTEXT,)): the window's first t + 1 inputs,
+    then ``spare`` text that is never scored."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in rng.choice(len(scored), size=min(n, len(scored)), replace=False):
+        t = int(rng.integers(0, CONTEXT - 1))
+        start = int(rng.integers(0, max(1, len(spare) - CONTEXT)))
+        rest = spare[start:start + CONTEXT - t - 1]
+        if len(rest) < CONTEXT - t - 1:
+            continue
+        inputs = np.concatenate([scored[i, :t + 1], rest])
+        if np.array_equal(inputs, scored[i, :CONTEXT]):
+            continue  # the same text: it tells nothing
+        out.append((int(i), t, inputs))
+    return out
+
+
+def _check_causal(code, weights, vocab_size, scored, spare, logits, seed, rules, isolate) -> None:
+    """``Refused`` when a probe's logits at positions 0..t differ from the scored window's."""
+    made = probes(scored, spare, seed, rules.checks)
+    if not made:
+        return
+    again = _scores(code, weights, vocab_size, np.stack([p[2] for p in made]), rules, isolate)
+    for (i, t, _), probe in zip(made, again):
+        kept, seen = logits[i, :t + 1], probe[:t + 1]
+        if not np.allclose(kept, seen, rtol=CAUSAL_TOLERANCE, atol=CAUSAL_TOLERANCE):
+            where = int(np.argmax(np.abs(kept - seen).max(axis=-1) > CAUSAL_TOLERANCE))
+            raise Refused(f"the model is not causal: its logits at position {where} changed when only "
+                          f"characters after position {t} did (a model must not see the characters it predicts)")
