@@ -118,6 +118,7 @@ def cmd_grade(args) -> int:
 
 
 def cmd_leaderboard(args) -> int:
+    # lazy: torch and nbgrader (see above)
     from autograder.pipeline.sandbox import SandboxUnavailable, isolation, ISOLATION_ENV
     from autograder.race.heldout import Unseen
     from autograder.race.leaderboard import NoEntry, race, summary

@@ -73,7 +73,7 @@ def train(spec: dict) -> dict:
 
 def score(spec: dict, ask) -> dict:
     """The entry of ``spec`` with its trained weights, fed the grader's windows one by one."""
-    from course_lib.race import logits_of
+    from course_lib.race import logits_of  # loads before the entry: not the learner's bytes
 
     build, _ = _entry(spec["code"])
     inits, drawn = [], False

@@ -341,7 +341,7 @@ class Sandbox:
         args += ["--proc", "/proc", *_devices()]
         args += (["--bind", str(self.scratch), "/tmp"] if self.scratch else
                  ["--perms", "1777", "--size", str(self.limits.scratch), "--tmpfs", "/tmp"])
-        for path in _readable_trees():
+        for path in readable_trees():
             args += _bind("--ro-bind", path)
         for path in _package_locations(self.hidden_packages + ["course_lib", "autograder"]):
             args += (["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)])
@@ -563,7 +563,7 @@ def _user_site() -> Path | None:
     return path if str(path) in sys.path and path.is_dir() else None
 
 
-def _readable_trees() -> list[Path]:
+def readable_trees() -> list[Path]:
     """The folders bound read-only: system, Python, virtual environment or user site, data cache."""
     trees = [Path("/usr"), Path("/etc")]
     for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
@@ -583,7 +583,7 @@ def _readable_trees() -> list[Path]:
 
 def _package_locations(names) -> list[Path]:
     """Where the named packages are installed inside the bound trees (to cover them)."""
-    trees, found = _readable_trees(), []
+    trees, found = readable_trees(), []
     for name in names:
         try:
             spec = importlib.util.find_spec(name)

@@ -179,7 +179,7 @@ def write_feedback(path: Path, standing: Standing, baseline: Standing | None, fi
 
 def _png(fig) -> str:
     """A matplotlib figure as an embedded image (no file, no network)."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib, only when a page is drawn
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
@@ -188,9 +188,9 @@ def _png(fig) -> str:
 
 
 def _figure(board: list[Standing], five_gram: float, baseline: float | None) -> str:
-    import matplotlib
+    import matplotlib  # lazy: matplotlib, only when a page is drawn
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: (as above)
 
     ranked = [s for s in board if s.reason is None]
     if not ranked:
@@ -209,9 +209,9 @@ def _figure(board: list[Standing], five_gram: float, baseline: float | None) -> 
 
 
 def _curves(s: Standing, baseline: Standing | None, five_gram: float) -> str:
-    import matplotlib
+    import matplotlib  # lazy: matplotlib, only when a page is drawn
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: (as above)
 
     fig, ax = plt.subplots(figsize=(7, 3.5))
     for who, colour in ((s, "#4c72b0"), (baseline, "#55a868")):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autograder.pipeline.sandbox import _readable_trees
+from autograder.pipeline.sandbox import readable_trees
 from course_lib.data import heldout_path, load_text, split
 from course_lib.tokenize import CharTokenizer
 
@@ -36,7 +36,7 @@ class Texts:
 def seen_by_sandbox(path: Path) -> Path | None:
     """The tree of the sandbox's file system that holds ``path``, if one does."""
     path = path.resolve()
-    return next((tree for tree in _readable_trees() if path.is_relative_to(tree)), None)
+    return next((tree for tree in readable_trees() if path.is_relative_to(tree)), None)
 
 
 def texts(heldout: Path | None = None, train_text: str | None = None) -> Texts:

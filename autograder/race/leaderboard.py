@@ -59,6 +59,14 @@ def entry_source(notebook: Path) -> str:
     raise NoEntry(f"the notebook has no race entry cell (nbgrader id {ENTRY_ID!r})")
 
 
+def read_entry(notebook: Path) -> str | NoEntry:
+    """``entry_source``, or the ``NoEntry`` that says why there is none."""
+    try:
+        return entry_source(notebook)
+    except NoEntry as err:
+        return err
+
+
 def five_gram(data: Texts, windows: int) -> float:
     """The 5-gram's bits per character on the scored windows (each from an empty context)."""
     scored, _ = split_heldout(data.heldout, windows)
@@ -121,15 +129,17 @@ def race(assignment: str, submissions: Path, out: Path, rules: Rules = Rules(), 
     if not names:
         raise NoEntry(f"no assignment {assignment!r} in solutions/")
     entries: dict[str, tuple[str | None, str | None]] = {board.BASELINE: (BASELINE, None)}
-    with unpacked(Path(submissions)) as (folder, skipped):
-        found, refused = find_submissions(folder, assignment, names[0], skipped=skipped)
-        for outcome in refused:
-            entries[outcome.student] = (None, outcome.reason)
-        for student, paths in found.items():
-            try:
-                entries[student] = (entry_source(paths[0]), None)
-            except NoEntry as err:
-                entries[student] = (None, str(err))
+    submissions = Path(submissions)
+    if submissions.suffix == ".ipynb":  # one learner's own notebook: raced as "you"
+        read, refused = {"you": read_entry(submissions)}, []
+    else:
+        with unpacked(submissions) as (folder, skipped):
+            found, refused = find_submissions(folder, assignment, names[0], skipped=skipped)
+            read = {student: read_entry(paths[0]) for student, paths in found.items()}
+    for outcome in refused:
+        entries[outcome.student] = (None, outcome.reason)
+    for student, got in read.items():
+        entries[student] = (None, str(got)) if isinstance(got, NoEntry) else (got, None)
     line = five_gram(data, rules.windows)
     with ThreadPoolExecutor(max(1, jobs)) as pool, tqdm(total=len(entries), desc="race entries", unit="entry") as bar:
         def one(item):

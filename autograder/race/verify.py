@@ -36,7 +36,7 @@ from autograder.kernel import wire
 from autograder.kernel.transport import decode_array, encode_array
 from autograder.pipeline.rerun import converse
 from autograder.pipeline.sandbox import Limits, Sandbox, tree_cpu
-from course_lib.race import CONTEXT, bits_per_char
+from course_lib.race import BUDGET, CONTEXT, PARAMS, WINDOWS, bits_per_char
 
 MAX_WEIGHTS = 4096   # arrays in an entry's state
 MAX_NAME = 200       # characters of an array's name
@@ -48,10 +48,10 @@ CAUSAL_TOLERANCE = 1e-4  # of a logit, relative to its size (the same inputs giv
 @dataclass(frozen=True)
 class Rules:
     """What an entry must keep to; the defaults are the class race's."""
-    budget: float = 300.0         # CPU seconds of training, one thread
-    params: int = 2_000_000       # numbers in the trained state, at most
+    budget: float = BUDGET        # CPU seconds of training, one thread
+    params: int = PARAMS          # numbers in the trained state, at most
     seeds: int = 3
-    windows: int = 256            # held-out windows scored, of CONTEXT characters each
+    windows: int = WINDOWS        # held-out windows scored, of CONTEXT characters each
     checks: int = 8               # causality probes
     memory: int = 2 << 30         # bytes the process may hold beyond torch's own
     code_bytes: int = 20_000      # of the entry's source

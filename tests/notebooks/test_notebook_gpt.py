@@ -174,3 +174,19 @@ def test_section_7_says_what_the_scaling_fit_shows(mode):
     if mode == "full":
         assert round(values["fit"][1], 3) == 0.039
         assert abs(values["loss"][-1] - values["loss"][-2]) < 0.02
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_section_8_trains_the_race_entry_as_the_race_does(mode):
+    """§8 trains the race cell's entry for the race's budget (a few seconds in CI mode) and
+    scores it, the course's entry and the 5-gram on the same validation windows."""
+    from course_lib import race
+
+    claim(SOLUTION, "300 CPU seconds of training on one thread, counted as CPU time, not wall time")
+    claim(SOLUTION, "at most 2,000,000 numbers in the trained model")
+    assert race.BUDGET == 300 and race.PARAMS == 2_000_000 and race.WINDOWS == 256
+    values = solution_run(ASSIGNMENT, mode)[1]
+    mine, course, five = values["my_run"], values["course_run"], values["five_gram"]
+    assert mine["curve"][-1][0] >= values["budget"] and mine["curve"][-1][0] < values["budget"] + 5
+    assert 0 < mine["params"] <= race.PARAMS and mine["params"] == course["params"]  # the cell is the course's
+    assert 0.5 < five < 4 and 0.5 < mine["bpc"] < 6 and 0.5 < course["bpc"] < 6

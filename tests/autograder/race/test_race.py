@@ -214,3 +214,20 @@ def test_the_command_says_what_is_missing(tmp_path):
                            "--heldout", str(tmp_path / "none.txt"), "--allow-unisolated"],
                           capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 2 and "no held-out text" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_notebooks_race_cell_starts_as_the_course_entry():
+    from course_lib.race import BASELINE
+
+    assert entry_source(REPO / "solutions" / "06_gpt" / "gpt.ipynb").strip() == BASELINE.strip()
+    assert entry_source(REPO / "notebooks" / "06_gpt" / "gpt.ipynb").strip() == BASELINE.strip()
+
+
+def test_a_learner_races_their_own_notebook(raced, tmp_path):
+    """``autograder leaderboard 06_gpt gpt.ipynb``: one notebook, raced as "you" beside the course's entry
+    (kept from the class run: the same entry, rules and texts)."""
+    _, _, _, out, entries = raced
+    mine = _notebook(tmp_path / "gpt.ipynb", entries["ada"][0])
+    ranked, _ = race("06_gpt", mine, out, RULES, Path(out.parent / "unseen.txt"), train_text=generated_text(40_000))
+    assert [s.name for s in ranked if s.rank] and {s.name for s in ranked} == {"you", board.BASELINE}
+    assert (out / "feedback" / "you.html").exists()
