@@ -212,6 +212,6 @@ def build(vocab_size):
     return GPT(GPTConfig(vocab_size=vocab_size, block_size=128, d_model=96, n_heads=4, n_layers=3))
 
 
-RECIPE = {"lr": 3e-3, "batch_size": 16, "block_size": 64, "warmup": 0.05, "min_lr": 3e-4,
+RECIPE = {"lr": 3e-3, "batch_size": 16, "block_size": 128, "warmup": 0.05, "min_lr": 3e-4,
           "weight_decay": 0.1, "grad_clip": 1.0}
 '''

@@ -75,6 +75,10 @@ ATTACKS = {  # learner id -> (entry source, words its reason must hold; None: ra
                           "        out = self.inner(idx)[0]\n        return out if self.training else out * float('nan')\n\n\n"
                           "_plain = build\nbuild = lambda v: Odd(_plain(v))\n\n\nRECIPE ="), "NaN"),
     "junk": ("def build(vocab_size):\n    return 42\n", "not a torch.nn.Module"),
+    # torch.compile's workers are processes, which the sandbox refuses: it raises, or its work
+    # (done in this process instead) counts against the budget
+    "compiled": (SMALL.replace("def build(vocab_size):\n    return GPT(", "def build(vocab_size):\n    return torch.compile(GPT(")
+                 .replace("n_layers=1))", "n_layers=1)))"), ("raised while training", "CPU")),
 }
 
 
@@ -116,7 +120,8 @@ def test_every_attack_is_ranked_nowhere_with_its_reason_and_honest_entries_are_r
             assert s.reason is None and s.rank is not None, (name, s.reason)
             assert all(r.cpu <= RULES.budget + RULES.startup for r in s.runs), s.runs
         else:
-            assert s.rank is None and s.reason and why in s.reason, (name, s.reason)
+            assert s.rank is None and s.reason and any(w in s.reason for w in (why if isinstance(why, tuple) else (why,))), \
+                (name, s.reason)
     assert standings[board.BASELINE].rank is not None, standings[board.BASELINE].reason
     assert "no race entry cell" in standings["empty"].reason
     assert [s.rank is not None for s in ranked] == sorted((s.rank is not None for s in ranked), reverse=True)
