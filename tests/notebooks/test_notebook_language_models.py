@@ -109,3 +109,7 @@ def test_section_9_says_what_the_training_curves_show(mode):
             assert (drops > 0).all() and drops[0] > 3 * drops[-1], curve
         assert abs(history["train"][-1] - history["val"][-1]) < 0.1
     assert histories["lstm"]["val"][-1] < histories["rnn"]["val"][-1]
+    claim(SOLUTION, "The first training point sits above the first validation point: it is the mean loss of the "
+                    "first 100 steps, the untrained ones at the start included")
+    for history in histories.values():
+        assert history["step"][0] == 100 and history["train"][0] > history["val"][0]
