@@ -1,7 +1,8 @@
 """The ``autograder`` command: generate, submit, grade. [trusted]
 
     autograder generate [ASSIGNMENT ...]           regenerate notebooks/ from solutions/
-    autograder submit NOTEBOOK [--json]            grade one notebook (exit 1 below full marks)
+    autograder submit NOTEBOOK [--json] [--race]   grade one notebook (exit 1 below full marks);
+                                                   --race: then race its entry (notebook 06)
     autograder validate NOTEBOOK [--json]          nbgrader's Validate, answered by the grader
     autograder instructor-mode on|off              show nbgrader's instructor tools in JupyterLab
     autograder grade SUBMISSIONS -a ASSIGNMENT     grade a class into the gradebook, export CSV;
@@ -63,7 +64,30 @@ def cmd_submit(args) -> int:
             if e.points < e.max_points:
                 print(f"\n{shown(e.id)}:\n  " + "\n  ".join(shown(m) for m in e.messages))
         print(f"\nFeedback report: {shown(result.feedback_html, layout=False)}")
-    return 0 if result.total >= result.max_total else 1
+    status = 0 if result.total >= result.max_total else 1
+    return max(status, _race_own(notebook, sys.stderr if args.json else sys.stdout)) if args.race else status
+
+
+def _race_own(notebook: Path, out) -> int:
+    """``submit --race``: the notebook's race entry raced as the class race runs it, beside the
+    course's entry (into ``race/`` next to the notebook); 2 where it cannot be raced."""
+    # lazy: torch (see above)
+    from autograder.pipeline.sandbox import SandboxUnavailable, isolation
+    from autograder.race.heldout import Unseen
+    from autograder.race.leaderboard import NoEntry, entry_source, race, summary
+
+    try:
+        entry_source(notebook)
+        isolated, said = isolation()
+        if not isolated:
+            print(shown(said), file=out)
+        ranked, line = race("06_gpt", notebook, notebook.parent / "race", isolate=isolated)
+    except (NoEntry, Unseen, SandboxUnavailable, OSError) as err:
+        print(f"autograder: not raced: {shown(err)}", file=sys.stderr)
+        return 2
+    print("\n" + shown(summary(ranked, line)), file=out)
+    print(shown(f"race feedback: {notebook.parent / 'race' / 'feedback' / 'you.html'}"), file=out)
+    return 0
 
 
 def cmd_validate(args) -> int:
@@ -252,6 +276,8 @@ def main(argv=None) -> int:
     p.add_argument("-a", "--assignment", help="e.g. 02_attention (default: from the file name)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--feedback", help="where to write the HTML report (default: beside the notebook)")
+    p.add_argument("--race", action="store_true", help="then race the notebook's race entry (notebook 06) "
+                   "as the class race does, beside the course's entry (about 20 minutes)")
     p.set_defaults(func=cmd_submit)
 
     p = sub.add_parser("validate", help="check a notebook as the grader would (nbgrader's Validate)")

@@ -33,6 +33,15 @@ def test_submit_full_marks_exits_zero_and_writes_feedback(tmp_path):
     assert "warmup.softmax" in html and "<html" in html.lower()
 
 
+def test_submit_race_grades_then_says_why_a_notebook_without_an_entry_is_not_raced(tmp_path):
+    nb = tmp_path / "start_here.ipynb"
+    shutil.copyfile(SOLUTION, nb)
+    proc = run_cli("submit", str(nb), "--race")
+    assert proc.returncode == 2 and "4 / 4" in proc.stdout, proc.stderr
+    assert "not raced: the notebook has no race entry cell" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "race").exists()
+
+
 def test_submit_json_and_nonzero_exit_below_full_marks(tmp_path):
     proc = run_cli("submit", str(RELEASE), "--json", "--feedback", str(tmp_path / "fb.html"))
     assert proc.returncode == 1
