@@ -156,7 +156,8 @@ def cmd_leaderboard(args) -> int:
         if not isolated:
             print(shown(said), file=sys.stderr)
         ranked, line = race(args.assignment, Path(args.submissions), out, rules,
-                            Path(args.heldout) if args.heldout else None, jobs=args.jobs, isolate=isolated)
+                            Path(args.heldout) if args.heldout else None, jobs=args.jobs, isolate=isolated,
+                            most=args.points, award=args.award)
     except (SandboxUnavailable, Unseen, NoEntry, OSError) as err:
         print(f"autograder: {shown(err)}", file=sys.stderr)
         return 2
@@ -309,6 +310,9 @@ def main(argv=None) -> int:
     p.add_argument("--params", type=int, default=2_000_000, help="most numbers a trained model may hold")
     p.add_argument("--heldout", help="the text to score on (default: the play set-up keeps aside)")
     p.add_argument("--jobs", type=int, default=1, help="entries trained at once")
+    p.add_argument("--points", type=float, default=0.0, help="points the CSV's points column gives (default 0)")
+    p.add_argument("--award", choices=("line", "rank"), default="line",
+                   help="line: all the points for beating the 5-gram; rank: by place, first to last")
     p.add_argument("--allow-unisolated", action="store_true", help="run without the sandbox where it cannot start")
     p.set_defaults(func=cmd_leaderboard)
 

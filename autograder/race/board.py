@@ -116,19 +116,37 @@ def rank(standings: list[Standing]) -> list[Standing]:
     return valid + sorted((s for s in standings if s.reason is not None), key=lambda s: s.name)
 
 
-def write_csv(path: Path, board: list[Standing], five_gram: float, baseline: float | None) -> None:
+AWARDS = ("line", "rank")  # points for crossing the 5-gram's line, or by place
+
+
+def points(s: Standing, board: list[Standing], five_gram: float, most: float, award: str) -> float:
+    """``s``'s points out of ``most``: ``line``, all of them for beating the 5-gram; ``rank``,
+    all for first place down to ``most / n`` for the last of ``n`` ranked (ties alike); none
+    for an entry ranked nowhere. The course's entry takes no place from a learner."""
+    if s.rank is None or most <= 0:
+        return 0.0
+    if award == "line":
+        return most if s.mean < five_gram else 0.0
+    ranked = [t for t in board if t.rank is not None and t.name != BASELINE]
+    above = sum(1 for t in ranked if t.rank < s.rank)
+    return round(most * (len(ranked) - above) / len(ranked), 2) if s in ranked else 0.0
+
+
+def write_csv(path: Path, board: list[Standing], five_gram: float, baseline: float | None,
+              most: float = 0.0, award: str = "line") -> None:
     """One row per entry: rank (empty: ranked nowhere), id, mean, spread, seeds, the lines it
-    crosses, parameters, CPU seconds of its slowest training, and its reason."""
+    crosses, parameters, CPU seconds of its slowest training, its reason, and its ``points``
+    out of ``most`` by ``award`` (a column a gradebook can import)."""
     with open(path, "w", newline="") as f:
         out = csv.writer(f)
         out.writerow(["rank", "id", "bits_per_char", "spread", "seeds", "beats_5gram", "beats_course_entry",
-                      "parameters", "train_cpu_s", "reason"])
+                      "parameters", "train_cpu_s", "reason", "points"])
         for s in board:
             ok = s.reason is None
             out.writerow([s.rank or "", _cell(s.name), f"{s.mean:.4f}" if ok else "", f"{s.spread:.4f}" if ok else "",
                           len(s.runs), ok and s.mean < five_gram, ok and baseline is not None and s.mean < baseline,
                           max((r.params for r in s.runs), default=0), f"{max((r.cpu for r in s.runs), default=0):.1f}",
-                          _cell(s.reason or "")])
+                          _cell(s.reason or ""), f"{points(s, board, five_gram, most, award):g}"])
 
 
 def _cell(text: str) -> str:

@@ -117,9 +117,11 @@ def _standing(name: str, code: str | None, why: str | None, data: Texts, rules: 
 
 
 def race(assignment: str, submissions: Path, out: Path, rules: Rules = Rules(), heldout: Path | None = None,
-         jobs: int = 1, isolate: bool = True, train_text: str | None = None) -> tuple[list[board.Standing], float]:
-    """Verify and rank every entry of ``submissions`` (a folder or zip, as ``grade`` reads it) and
-    the course's own; write the leaderboard into ``out``. (the board, the 5-gram's line)."""
+         jobs: int = 1, isolate: bool = True, train_text: str | None = None, most: float = 0.0,
+         award: str = "line") -> tuple[list[board.Standing], float]:
+    """Verify and rank every entry of ``submissions`` (a folder or zip, as ``grade`` reads it, or
+    one notebook) and the course's own; write the leaderboard into ``out``, with ``most`` points
+    by ``award`` in its CSV (``board.points``). (the board, the 5-gram's line)."""
     data = texts(heldout, train_text)
     out.mkdir(parents=True, exist_ok=True)
     (out / "runs").mkdir(exist_ok=True)
@@ -155,7 +157,7 @@ def race(assignment: str, submissions: Path, out: Path, rules: Rules = Rules(), 
     about = (f"Trained for {rules.budget:g} CPU seconds on one thread, at most {rules.params:,} numbers, "
              f"{rules.seeds} seeds each; scored on {data.heldout_name} ({rules.windows} windows of "
              f"held-out text no entry saw). A place needs p < {board.ALPHA} (Welch's t-test).")
-    board.write_csv(out / "leaderboard.csv", ranked, line, base_mean)
+    board.write_csv(out / "leaderboard.csv", ranked, line, base_mean, most, award)
     board.write_html(out / "leaderboard.html", ranked, line, base_mean, about)
     for s in ranked:
         if s.name != board.BASELINE:

@@ -285,4 +285,5 @@ def _check_causal(code, weights, vocab_size, scored, spare, logits, seed, rules,
         if not np.allclose(kept, seen, rtol=CAUSAL_TOLERANCE, atol=CAUSAL_TOLERANCE):
             where = int(np.argmax(np.abs(kept - seen).max(axis=-1) > CAUSAL_TOLERANCE))
             raise Refused(f"the model is not causal: its logits at position {where} changed when only "
-                          f"characters after position {t} did (a model must not see the characters it predicts)")
+                          f"characters after position {t} did (a model must not see the characters it predicts, "
+                          "nor keep anything from one window to the next: each is scored on its own)")

@@ -75,6 +75,14 @@ ATTACKS = {  # learner id -> (entry source, words its reason must hold; None: ra
                           "        out = self.inner(idx)[0]\n        return out if self.training else out * float('nan')\n\n\n"
                           "_plain = build\nbuild = lambda v: Odd(_plain(v))\n\n\nRECIPE ="), "NaN"),
     "junk": ("def build(vocab_size):\n    return 42\n", "not a torch.nn.Module"),
+    # logits kept from the first window scored and returned for every later one: what the probes'
+    # fresh process returns differs
+    "cached": (SMALL.replace("RECIPE =", "class Kept(torch.nn.Module):\n    def __init__(self, inner):\n"
+                             "        super().__init__()\n        self.inner, self.kept = inner, None\n\n"
+                             "    def forward(self, idx):\n        out = self.inner(idx)[0]\n"
+                             "        if self.training:\n            return out\n"
+                             "        self.kept = out if self.kept is None else self.kept\n        return self.kept\n\n\n"
+                             "_plain = build\nbuild = lambda v: Kept(_plain(v))\n\n\nRECIPE ="), "not causal"),
     # torch.compile's workers are processes, which the sandbox refuses: it raises, or its work
     # (done in this process instead) counts against the budget
     "compiled": (SMALL.replace("def build(vocab_size):\n    return GPT(", "def build(vocab_size):\n    return torch.compile(GPT(")
@@ -236,3 +244,20 @@ def test_a_learner_races_their_own_notebook(raced, tmp_path):
     ranked, _ = race("06_gpt", mine, out, RULES, Path(out.parent / "unseen.txt"), train_text=generated_text(40_000))
     assert [s.name for s in ranked if s.rank] and {s.name for s in ranked} == {"you", board.BASELINE}
     assert (out / "feedback" / "you.html").exists()
+
+
+def test_points_for_the_gradebook_by_the_line_or_by_rank(raced, tmp_path):
+    standings, ranked, line, _, _ = raced
+    board.write_csv(tmp_path / "line.csv", ranked, line, None, most=2, award="line")
+    board.write_csv(tmp_path / "rank.csv", ranked, line, None, most=10, award="rank")
+    by_line = {r["id"]: float(r["points"]) for r in csv.DictReader(open(tmp_path / "line.csv"))}
+    by_rank = {r["id"]: float(r["points"]) for r in csv.DictReader(open(tmp_path / "rank.csv"))}
+    for name, s in standings.items():
+        if s.rank is None:
+            assert by_line[name] == by_rank[name] == 0, name
+        else:
+            assert by_line[name] == (2 if s.mean < line else 0)
+    learners = [s for s in ranked if s.rank is not None and s.name != board.BASELINE]
+    assert by_rank[learners[0].name] == 10 and by_rank[board.BASELINE] == 0
+    assert all(0 < by_rank[s.name] <= 10 for s in learners)
+    assert by_rank[learners[-1].name] == min(by_rank[s.name] for s in learners)
