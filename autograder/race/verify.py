@@ -16,7 +16,9 @@ For each seed of an entry (its source: ``build`` and ``RECIPE``, see ``course_li
 3. **Causality**, in a third: for ``Rules.checks`` of the windows, a *probe* that keeps the
    window's first t + 1 characters and continues with text that is never scored. The logits at
    positions 0..t must be the scored ones: a model that looks at a later character changes
-   them. The probes run in a fresh process, which cannot know the logits it must repeat.
+   them. The probes run in a fresh process, which cannot know the logits it must repeat; last
+   comes one scored window again, whose logits must be the same as when it was scored (a model
+   that carries something from window to window gives others there).
 
 The weights are checked as they cross (names, shapes, finite numbers) and counted against the
 parameter cap; what the entry's code raises, a budget overrun, a crash or a broken promise makes
@@ -275,11 +277,14 @@ def probes(scored: np.ndarray, spare: np.ndarray, seed: int, n: int) -> list[tup
 
 
 def _check_causal(code, weights, vocab_size, scored, spare, logits, seed, rules, isolate) -> None:
-    """``Refused`` when a probe's logits at positions 0..t differ from the scored window's."""
+    """``Refused`` when a probe's logits at positions 0..t differ from the scored window's, or
+    when a scored window sent again last (``echo``) gets other logits there than when it was scored."""
     made = probes(scored, spare, seed, rules.checks)
     if not made:
         return
-    again = _scores(code, weights, vocab_size, np.stack([p[2] for p in made]), rules, isolate)
+    echo = 1 + int(np.random.default_rng(seed + 1).integers(0, len(scored) - 1)) if len(scored) > 1 else 0
+    inputs = np.stack([p[2] for p in made] + [scored[echo, :CONTEXT]])
+    again = _scores(code, weights, vocab_size, inputs, rules, isolate)
     for (i, t, _), probe in zip(made, again):
         kept, seen = logits[i, :t + 1], probe[:t + 1]
         if not np.allclose(kept, seen, rtol=CAUSAL_TOLERANCE, atol=CAUSAL_TOLERANCE):
@@ -287,3 +292,7 @@ def _check_causal(code, weights, vocab_size, scored, spare, logits, seed, rules,
             raise Refused(f"the model is not causal: its logits at position {where} changed when only "
                           f"characters after position {t} did (a model must not see the characters it predicts, "
                           "nor keep anything from one window to the next: each is scored on its own)")
+    if not np.allclose(logits[echo], again[-1], rtol=CAUSAL_TOLERANCE, atol=CAUSAL_TOLERANCE):
+        raise Refused("the model gave other logits for the same window in a fresh process: each window is "
+                      "scored on its own, so a model must keep nothing from one to the next (and give the same "
+                      "logits for the same characters)")

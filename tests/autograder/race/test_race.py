@@ -82,7 +82,7 @@ ATTACKS = {  # learner id -> (entry source, words its reason must hold; None: ra
                              "    def forward(self, idx):\n        out = self.inner(idx)[0]\n"
                              "        if self.training:\n            return out\n"
                              "        self.kept = out if self.kept is None else self.kept\n        return self.kept\n\n\n"
-                             "_plain = build\nbuild = lambda v: Kept(_plain(v))\n\n\nRECIPE ="), "not causal"),
+                             "_plain = build\nbuild = lambda v: Kept(_plain(v))\n\n\nRECIPE ="), ("not causal", "same window")),
     # torch.compile's workers are processes, which the sandbox refuses: it raises, or its work
     # (done in this process instead) counts against the budget
     "compiled": (SMALL.replace("def build(vocab_size):\n    return GPT(", "def build(vocab_size):\n    return torch.compile(GPT(")
