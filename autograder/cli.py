@@ -306,7 +306,7 @@ def main(argv=None) -> int:
     p.add_argument("submissions", help="nbgrader submitted/ folder, a flat folder or a .zip of notebooks")
     p.add_argument("--out", default="race", help="where the leaderboard, feedback and runs go")
     p.add_argument("--budget", type=float, default=300.0, help="CPU seconds of training per seed")
-    p.add_argument("--seeds", type=int, default=3, help="seeds per entry")
+    p.add_argument("--seeds", type=int, default=3, help="random seeds per entry")
     p.add_argument("--params", type=int, default=2_000_000, help="most numbers a trained model may hold")
     p.add_argument("--heldout", help="the text to score on (default: the play set-up keeps aside)")
     p.add_argument("--jobs", type=int, default=1, help="entries trained at once")

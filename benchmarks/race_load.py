@@ -4,7 +4,7 @@ The race's budget is CPU time, so an entry should train as far with every core b
 idle machine, only over more wall time. This script verifies the course's entry
 (``course_lib.race.BASELINE``) with the same seeds twice, in the grading sandbox: once idle, once
 beside one busy process per core, and prints each run's bits per character (mean ± spread over
-the seeds), the CPU and wall seconds, and the ratios.
+the random seeds), the CPU and wall seconds, and the ratios.
 
     python benchmarks/race_load.py --budget 30 --seeds 3
 """

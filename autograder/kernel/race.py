@@ -5,7 +5,7 @@ of an entry (notebook 06's race: ``build`` and ``RECIPE``, see ``course_lib.race
 
 ``python race.py train MEMORY``
     Standard input: one line, ``{"code", "seed", "budget", "vocab_size", "train"}`` (the
-    entry's source, the seed, the CPU seconds, the training text as an array of ids).
+    entry's source, the random seed, the CPU seconds, the training text as an array of ids).
     Standard output: one line, ``{"results": {"weights": {name: array}, "curve": [[s, bits]]}}``.
 ``python race.py score MEMORY``
     Standard input: one line, ``{"code", "vocab_size", "weights", "seeds"}``; then, for each request
@@ -84,7 +84,7 @@ def score(spec: dict, ask) -> dict:
         drawn = drawn or any(t.numel() > 1 and bool((t != t.flatten()[0]).any()) for t in state.values())
     if drawn and len(set(inits)) < len(inits):  # not all constant (zeros, ones): drawn, from its own seed
         return {"error": "two seeds built the same model: the entry sets its own seed, "
-                         "and the race draws the seeds (leave torch.manual_seed out of the entry)"}
+                         "and the race draws them (leave torch.manual_seed out of the entry)"}
     model = build(int(spec["vocab_size"]))
     state = {name: torch.from_numpy(decode_array(a)) for name, a in spec["weights"].items()}
     model.load_state_dict(state, strict=True)

@@ -1,7 +1,7 @@
-"""The class race's ranking: seeds' means, spreads, significance, and what is written. [trusted]
+"""The class race's ranking: means over random seeds, spreads, significance, what is written. [trusted]
 
 Each entry's score is its mean bits per character over its seeds (lower is better), with the
-spread (the seeds' sample standard deviation). A place is taken only at a stated significance:
+spread (the sample standard deviation over its random seeds). A place is taken only at a stated significance:
 an entry shares the rank of the one above it unless Welch's t-test says it is worse at
 ``ALPHA`` (one-sided), the bar modded-nanogpt and Parameter Golf set for a new record. An entry
 with a run that has a reason (over its budget, not causal, a crash) is listed with that reason
@@ -134,7 +134,7 @@ def points(s: Standing, board: list[Standing], five_gram: float, most: float, aw
 
 def write_csv(path: Path, board: list[Standing], five_gram: float, baseline: float | None,
               most: float = 0.0, award: str = "line") -> None:
-    """One row per entry: rank (empty: ranked nowhere), id, mean, spread, seeds, the lines it
+    """One row per entry: rank (empty: ranked nowhere), id, mean, spread, how many random seeds, the lines it
     crosses, parameters, CPU seconds of its slowest training, its reason, and its ``points``
     out of ``most`` by ``award`` (a column a gradebook can import)."""
     with open(path, "w", newline="") as f:
@@ -187,7 +187,7 @@ def write_feedback(path: Path, standing: Standing, baseline: Standing | None, fi
     """One learner's page: their score or reason, and their training curves against the course
     entry's, with the 5-gram's line."""
     s = standing
-    said = (f"Your entry: {s.mean:.3f} ± {s.spread:.3f} bits per character over {len(s.scores)} seeds"
+    said = (f"Your entry: {s.mean:.3f} ± {s.spread:.3f} bits per character over {len(s.scores)} random seeds"
             + (f", rank {s.rank}." if s.rank else ".") if s.reason is None
             else f"Your entry is ranked nowhere: {s.reason}")
     body = (f"<h1>Class race: {html.escape(s.name)}</h1><p>{html.escape(said)}</p><p>{html.escape(about)}</p>"

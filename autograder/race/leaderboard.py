@@ -154,8 +154,9 @@ def race(assignment: str, submissions: Path, out: Path, rules: Rules = Rules(), 
     ranked = board.rank(standings)
     base = next(s for s in standings if s.name == board.BASELINE)
     base_mean = base.mean if base.reason is None else None
+    runs = rules.seeds
     about = (f"Trained for {rules.budget:g} CPU seconds on one thread, at most {rules.params:,} numbers, "
-             f"{rules.seeds} seeds each; scored on {data.heldout_name} ({rules.windows} windows of "
+             f"{runs} random seeds each; scored on {data.heldout_name} ({rules.windows} windows of "
              f"held-out text no entry saw). A place needs p < {board.ALPHA} (Welch's t-test).")
     board.write_csv(out / "leaderboard.csv", ranked, line, base_mean, most, award)
     board.write_html(out / "leaderboard.html", ranked, line, base_mean, about)

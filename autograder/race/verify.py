@@ -3,7 +3,7 @@
 For each seed of an entry (its source: ``build`` and ``RECIPE``, see ``course_lib.race``):
 
 1. **Training**, in a sandbox of its own (``autograder/kernel/race.py train``): the training
-   text, the seed and the budget go in; the weights and the curve come out. The budget is CPU
+   text, the random seed and the budget go in; the weights and the curve come out. The budget is CPU
    time, not wall time: the process trains until ``Rules.budget`` CPU seconds of its own have
    passed (every thread counted), ``prlimit`` kills it ``Rules.grace`` seconds later, and the
    CPU time the operating system counted for the whole sandbox, read here once it has ended,
@@ -78,7 +78,7 @@ class Run:
 
 
 def seeds_for(key: bytes, name: str, n: int) -> list[int]:
-    """``n`` seeds for entry ``name``, drawn from the race's key: the same for the same entry,
+    """``n`` random seeds for entry ``name``, drawn from the race's key: the same for the same entry,
     unknown to it in advance."""
     digest = hmac.new(key, b"race seeds: " + name.encode(), "sha256").digest()
     return [int.from_bytes(digest[4 * i:4 * i + 4], "little") % (2 ** 31) for i in range(n)]

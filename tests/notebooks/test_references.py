@@ -29,7 +29,9 @@ from helpers import REPO, SOLUTIONS
 
 RANDOM_SEED = re.compile(
     r"(?i)\b(?:a|the same|other|fixed|secret|public|random|torch)[ -]seed(?:s|ed)?\b"
-    r"|``seed``|\bseed\s*=|\bseed\)")
+    r"|``seeds?``|\bseed\s*=|\bseed\)"
+    # the class race's: counted or owned seeds (three seeds, per seed, its own seed), a key or flag
+    r"|(?i:\b(?:one|two|three|few|\d+|per|each|every|own|its|race|entry's)\s+seeds?\b)|[\"']seeds?[\"']|--seeds\b")
 
 BARE = {
     "lecture notebook without its title": r"lecture notebook(?! \*?Deep Learning, Week 7: Transformers)",
