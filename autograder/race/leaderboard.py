@@ -86,21 +86,28 @@ def _key(out: Path) -> bytes:
     return bytes.fromhex(path.read_text().strip())
 
 
-def _digest(code: str, rules: Rules, data: Texts) -> str:
-    h = hashlib.sha256()
-    for part in (code, json.dumps(asdict(rules), sort_keys=True), data.tokenizer.chars):
-        h.update(part.encode() + b"\0")
-    h.update(data.train.tobytes() + data.heldout.tobytes())
+def _texts_digest(data: Texts) -> str:
+    """A digest of the race's texts and vocabulary (once per race: the texts are megabytes)."""
+    h = hashlib.sha256(data.tokenizer.chars.encode() + b"\0")
+    h.update(data.train.tobytes())
+    h.update(data.heldout.tobytes())
     return h.hexdigest()
 
 
-def _standing(name: str, code: str | None, why: str | None, data: Texts, rules: Rules, out: Path,
-              key: bytes, isolate: bool) -> board.Standing:
+def _digest(code: str, rules: Rules, texts_digest: str) -> str:
+    h = hashlib.sha256()
+    for part in (code, json.dumps(asdict(rules), sort_keys=True), texts_digest):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()
+
+
+def _standing(name: str, code: str | None, why: str | None, data: Texts, texts_digest: str, rules: Rules,
+              out: Path, key: bytes, isolate: bool) -> board.Standing:
     """``name``'s standing: from ``runs/`` where the same entry ran under the same rules, else run."""
     if code is None:
         return board.Standing(name, [Run(0, reason=why)])
     kept = out / "runs" / f"{name}.json"
-    digest = _digest(code, rules, data)
+    digest = _digest(code, rules, texts_digest)
     if kept.exists():
         try:
             saved = json.loads(kept.read_text())
@@ -142,12 +149,12 @@ def race(assignment: str, submissions: Path, out: Path, rules: Rules = Rules(), 
         entries[outcome.student] = (None, outcome.reason)
     for student, got in read.items():
         entries[student] = (None, str(got)) if isinstance(got, NoEntry) else (got, None)
-    line = five_gram(data, rules.windows)
+    line, texts_digest = five_gram(data, rules.windows), _texts_digest(data)
     with ThreadPoolExecutor(max(1, jobs)) as pool, tqdm(total=len(entries), desc="race entries", unit="entry") as bar:
         def one(item):
             name, (code, why) = item
             try:
-                return _standing(name, code, why, data, rules, out, key, isolate)
+                return _standing(name, code, why, data, texts_digest, rules, out, key, isolate)
             finally:
                 bar.update()
         standings = list(pool.map(one, entries.items()))

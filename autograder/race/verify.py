@@ -38,7 +38,7 @@ from autograder.kernel import wire
 from autograder.kernel.transport import decode_array, encode_array
 from autograder.pipeline.rerun import converse
 from autograder.pipeline.sandbox import Limits, Sandbox, tree_cpu
-from course_lib.race import BUDGET, CONTEXT, PARAMS, WINDOWS, bits_per_char
+from course_lib.race import BUDGET, CONTEXT, PARAMS, WINDOWS, bits_per_char, windows
 
 MAX_WEIGHTS = 4096   # arrays in an entry's state
 MAX_NAME = 200       # characters of an array's name
@@ -119,8 +119,7 @@ def split_heldout(ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     n = min(n, (len(ids) - 1) // CONTEXT - 1)
     if n < 1:
         raise ValueError(f"{len(ids)} held-out characters cannot hold two windows of {CONTEXT}")
-    scored = np.stack([ids[i * CONTEXT: i * CONTEXT + CONTEXT + 1] for i in range(n)])
-    return scored, ids[n * CONTEXT + 1:]
+    return windows(ids, n), ids[n * CONTEXT + 1:]
 
 
 def _process(rules: Rules, mode: str, spec: dict, answer=None, cpu: float = 0.0, isolate: bool = True):
@@ -159,6 +158,11 @@ def _process(rules: Rules, mode: str, spec: dict, answer=None, cpu: float = 0.0,
     return reply, max([u for u in used if u is not None], default=0.0)
 
 
+def _encode_ids(ids: np.ndarray, vocab_size: int) -> dict:
+    """Character ids as they cross to a race process: 2 bytes each where the vocabulary allows."""
+    return encode_array(np.asarray(ids, dtype=np.int16 if vocab_size < 2 ** 15 else np.int64))
+
+
 def _results(reply, what: str) -> dict:
     """The results of a race process, or ``Refused`` saying why there are none."""
     if reply is None:
@@ -175,7 +179,7 @@ def _results(reply, what: str) -> dict:
 def _train(run: Run, code: str, train_ids, vocab_size: int, rules: Rules, isolate: bool) -> dict:
     """Train in the sandbox (filling ``run``'s cpu, curve and params); the weights, decoded."""
     spec = {"code": code, "seed": run.seed, "budget": rules.budget, "vocab_size": vocab_size,
-            "train": encode_array(np.asarray(train_ids, dtype=np.int16 if vocab_size < 2 ** 15 else np.int64))}
+            "train": _encode_ids(train_ids, vocab_size)}
     limit = rules.budget + rules.startup + rules.grace
     reply, run.cpu = _process(rules, "train", spec, cpu=limit, isolate=isolate)
     if reply is None and run.cpu >= limit - 1.0:
@@ -232,7 +236,7 @@ def _scores(code: str, weights: dict, vocab_size: int, inputs: np.ndarray, rules
         if len(sent) == len(inputs):
             return {"stop": True}
         sent.append(len(sent))
-        return {"window": encode_array(inputs[len(sent) - 1].astype(np.int16 if vocab_size < 2 ** 15 else np.int64))}
+        return {"window": _encode_ids(inputs[len(sent) - 1], vocab_size)}
     spec = {"code": code, "vocab_size": vocab_size, "weights": {k: encode_array(v) for k, v in weights.items()},
             "seeds": list(seeds)}
     reply, _ = _process(rules, "score", spec, answer, cpu=rules.score_seconds + rules.startup, isolate=isolate)
