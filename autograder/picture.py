@@ -1,14 +1,17 @@
-"""Where a matrix output is wrong, as a picture, for the check cell. [learner's kernel]
+"""Where a matrix output is wrong, as a picture. [trusted; also the check cell]
 
-Drawn by the check cell in the learner's own kernel, never in the grading sandbox: when a
-public case fails and an output is a matrix (attention weights, masks, scores, gradients ...),
-``difference_figure`` draws the learner's output, the expected output and their difference
-side by side, so that a shifted diagonal, a transposed block or a wrong masked region is seen
-at once. Cells that differ beyond the exercise's tolerance carry a dot; cells the case's mask
-hides are grey and hatched as in ``course_lib.viz.plot_attention``.
+When a public case fails and an output is a matrix (attention weights, masks, scores,
+gradients ...), ``difference_figure`` draws the learner's output, the expected output and their
+difference side by side, so that a shifted diagonal, a transposed block or a wrong masked region
+is seen at once. Cells that differ beyond the exercise's tolerance carry a dot; cells the case's
+mask hides are grey and hatched as in ``course_lib.viz.plot_attention``.
 
-Nothing here decides a grade, and matplotlib is imported only when the check cell has a
-failing case and a display to draw on.
+Two places draw it, never the grading sandbox: the check cell, in the learner's own kernel
+(``show_first_failure``: the first failing case), and the grader's trusted process, for the
+report (``autograder.pipeline.pictures``: each failing public case, from the outputs the
+graded cell recorded for them). Nothing here decides a grade; figures are made without pyplot
+(no global state, safe in a grader's threads), and matplotlib is imported only when there is a
+failing matrix to draw.
 """
 from __future__ import annotations
 
@@ -115,7 +118,9 @@ def difference_figure(name, got, want, axis_names=None, mask=None, title=None,
     scale). Returns the matplotlib Figure (the caller shows and closes it), or None when the
     shapes differ or the output is not a matrix.
     """
-    import matplotlib.pyplot as plt  # lazy: 0.5 s, only when a check has a matrix to draw
+    # lazy: matplotlib (0.5 s), only when a check has a matrix to draw
+    import matplotlib
+    from matplotlib.figure import Figure
 
     got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape or want.ndim < 2:
@@ -142,12 +147,13 @@ def difference_figure(name, got, want, axis_names=None, mask=None, title=None,
     finite_diff = np.abs(diff[np.isfinite(diff)])
     span = float(finite_diff.max()) if finite_diff.size and finite_diff.max() > 0 else 1.0
 
-    values = plt.get_cmap("viridis").with_extremes(bad=NONFINITE_COLOR)
-    diverging = plt.get_cmap("RdBu_r").with_extremes(bad=NONFINITE_COLOR)
+    values = matplotlib.colormaps["viridis"].with_extremes(bad=NONFINITE_COLOR)
+    diverging = matplotlib.colormaps["RdBu_r"].with_extremes(bad=NONFINITE_COLOR)
     rows_name, cols_name = axis_names or axis_names_for(name)
     ratio = cols / max(rows, 1)
     aspect = "equal" if 0.25 <= ratio <= 4 else "auto"
-    fig, axes = plt.subplots(1, 3, figsize=(12 if ratio <= 1.5 else 15, 4.0), layout="constrained")
+    fig = Figure(figsize=(12 if ratio <= 1.5 else 15, 4.0), layout="constrained")
+    axes = fig.subplots(1, 3)
     grey = _masked_color()
 
     shown = f"{name}{where}" if want.ndim > 2 else name
@@ -192,6 +198,30 @@ def difference_figure(name, got, want, axis_names=None, mask=None, title=None,
     return fig
 
 
+def failing_matrices(ex, results: list, wants: list):
+    """(case number, counted from 1, and output index) of each case whose outcome in ``results``
+    has a wrong matrix of the expected shape (``wants``: the reference's outputs), in order; of
+    a case with several, its first."""
+    for number, (got, want) in enumerate(zip(results, wants), start=1):
+        if not isinstance(got, tuple) or len(got) != len(want):
+            continue  # it raised, or ran out of memory: no output to draw
+        for i, ok in enumerate(close_per_output(ex, got, want)):
+            if not ok and np.ndim(want[i]) >= 2 and np.shape(got[i]) == np.shape(want[i]):
+                yield number, i
+                break
+
+
+def case_figure(ex, number: int, case: dict, got: tuple, want: tuple, i: int):
+    """``difference_figure`` of output ``i`` of public case ``number`` of exercise ``ex``."""
+    name = ex.name_of(i)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return difference_figure(name, got[i], want[i], axis_names=axis_names_for(name, ex),
+                                 mask=case.get("mask") if name in MASKABLE else None,
+                                 title=f"{ex.function}, public case {number}: {name}",
+                                 rtol=ex.rtol, atol=ex.atol)
+
+
 def show_first_failure(ex, cases: list, results: list) -> None:
     """In a notebook, draw the first public case whose output is a wrong matrix of the right
     shape (``difference_figure``); elsewhere (plain Python, a terminal) nothing. Only a
@@ -203,26 +233,11 @@ def show_first_failure(ex, cases: list, results: list) -> None:
             return  # no display: the text alone
         from IPython.display import display  # lazy: as above
 
-        for number, (case, got) in enumerate(zip(cases, results), start=1):
-            if isinstance(got, str):
-                continue  # it raised: no output to draw
-            want = as_outputs(ex.reference(**copy.deepcopy(case)))
-            for i, ok in enumerate(close_per_output(ex, got, want)):
-                if ok or np.ndim(want[i]) < 2 or np.shape(got[i]) != np.shape(want[i]):
-                    continue
-                # lazy: matplotlib (0.5 s) is imported here only, which keeps the check cell's start fast
-                import matplotlib.pyplot as plt
-                name = ex.name_of(i)
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    fig = difference_figure(
-                        name, got[i], want[i], axis_names=axis_names_for(name, ex),
-                        mask=case.get("mask") if name in MASKABLE else None,
-                        title=f"{ex.function}, public case {number}: {name}",
-                        rtol=ex.rtol, atol=ex.atol)
-                if fig is not None:
-                    display(fig)
-                    plt.close(fig)  # shown once, not again when the cell ends
-                return
+        wants = [as_outputs(ex.reference(**copy.deepcopy(case))) for case in cases]
+        for number, i in failing_matrices(ex, results, wants):
+            fig = case_figure(ex, number, cases[number - 1], results[number - 1], wants[number - 1], i)
+            if fig is not None:
+                display(fig)
+            return
     except Exception:
         pass

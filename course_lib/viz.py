@@ -145,6 +145,14 @@ def toy_attention_examples(sharpness=4.0):
     }
 
 
+def toy_explorer(examples=None):
+    """The explorer of notebook 02 §9: ``attention_explorer`` over ``examples`` (default
+    ``toy_attention_examples()``), the causal example's masked weights grey. The grader's
+    report, which draws no widgets, shows it as a picture (``autograder/pipeline/pictures.py``)."""
+    examples = examples or toy_attention_examples()
+    return attention_explorer(examples, masks={"causal": causal_mask(len(ENGLISH))})
+
+
 # ----------------------------------------------------------------------------- other notebooks
 def plot_positional_encoding(P, dims, base=10000.0):
     """P (T, d_model) as a heatmap with a colour bar, and the columns ``dims`` against the

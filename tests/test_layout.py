@@ -186,7 +186,7 @@ SIDE_OF_FOLDER = {"kernel": SANDBOX, "judge": JUDGE, "exercises": JUDGE, "pipeli
 # ... and of every module at the top, each chosen by reading it, and the folders' exceptions
 SIDE_OF_MODULE = {
     "autograder": LEARNER, "autograder.check_cell": LEARNER,
-    "autograder.picture": LEARNER,  # drawn by the check cell only
+    "autograder.picture": JUDGE,  # drawn by the check cell, and by the grader for the report
     "autograder.lab": TRUSTED,  # the Jupyter server's extension: it runs ``autograder validate``
     **{f"autograder.{name}": TRUSTED for name in ("authoring", "cli", "config", "grading",
                                                   "paths", "release", "startup", "terminal", "validate")},

@@ -34,6 +34,9 @@ from autograder.kernel.transport import (COUNTED, MIME, NOT_IMPLEMENTED, STOPPED
 CASES_ENV = "AUTOGRADER_CASES"
 PICKLE = "pickle"        # the cases file: the grader runs cases again alone, so the payload holds
 CODE = "code"            # the learner's function, pickled (``pickled``)
+SHOWN = "shown"          # the cases file: public cases whose outputs the report draws, and the
+                         # payload: their outcomes (advice only: the graded cases are the score)
+SHOWN_SECONDS = 1.0      # CPU seconds for them, taken from the search for a fix
 CASE_SECONDS = 5.0       # CPU seconds; one case of an honest exercise takes milliseconds
 EXERCISE_SECONDS = 12.0  # CPU seconds for all cases of one exercise
 WALL_FACTOR = 4          # a case that waits is stopped after this many times CASE_SECONDS on the
@@ -220,11 +223,27 @@ def record(exercise_id: str, namespace: dict) -> None:
         if spec.get(PICKLE):  # the grader runs some of these cases again alone (``fresh``)
             payload[CODE] = pickled(namespace, spec["function"])
         summary = f"Recorded {len(results)} cases of {exercise_id} for the grader."
+        if spec.get(SHOWN):
+            payload[SHOWN] = _shown(namespace, spec)
         payload["fixes"] = _fixes(namespace, spec, cases, CELL_SECONDS - (time.monotonic() - start))
     except Exception as err:  # the kernel side's own failure must still not stop the notebook
         payload = {"exercise": exercise_id, "cases": [], "failure": repr(err)}
         summary = f"Could not record {exercise_id}: {err!r}"
     display({MIME: payload, "text/plain": summary}, raw=True)
+
+
+def _shown(namespace: dict, spec: dict) -> list:
+    """The outcomes of the public cases the report draws (their encoded form; [] should
+    running them fail here): advice only, so they never cost the graded outputs."""
+    try:
+        shown = decode_cases({"cases": spec[SHOWN]})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            results = run_cases(namespace, spec["function"], spec["call"], shown, budget=SHOWN_SECONDS,
+                                signature=spec.get("signature"), memory=spec.get("shown_memory"))
+        return encode_results(spec["exercise"], results)["cases"]
+    except Exception:
+        return []
 
 
 def _fixes(namespace: dict, spec: dict, cases: list, seconds: float) -> list:

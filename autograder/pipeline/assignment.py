@@ -29,7 +29,8 @@ class Source:
     ``owned``: the grade ids of its solution and graded cells (``setup`` cells belong to no
     one assignment); ``teaching``: the sources (stripped) of the course's unmarked code cells, which grading
     does not run; ``text``: the sources of its markdown and raw cells; ``digest``: sha256 of
-    the file's bytes."""
+    the file's bytes; ``pictures``: (source, figure) of the teaching cells whose report shows a
+    course figure (their metadata's ``autograder.report_picture``, ``pictures.py``)."""
     assignment: str
     notebook: str   # the file's name, "start_here.ipynb"
     path: Path
@@ -39,6 +40,7 @@ class Source:
     owned: frozenset
     teaching: frozenset
     text: frozenset
+    pictures: tuple = ()
 
     def read(self):
         """The notebook (an ``nbformat.NotebookNode``), a new copy on each call (callers may change it)."""
@@ -91,7 +93,7 @@ def _read(path: Path, mtime_ns: int, size: int) -> Source:
 
     raw = path.read_bytes()
     nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
-    graded, owned, teaching, text = {}, set(), set(), set()
+    graded, owned, teaching, text, pictures = {}, set(), set(), set(), []
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("grade"):
@@ -100,7 +102,10 @@ def _read(path: Path, mtime_ns: int, size: int) -> Source:
             owned.add(meta["grade_id"])
         if cell.cell_type == "code" and "nbgrader" not in cell.metadata and cell.source.strip():
             teaching.add(cell.source.strip())
+            picture = cell.metadata.get("autograder", {}).get("report_picture")
+            if picture:
+                pictures.append((cell.source.strip(), picture))
         if cell.cell_type != "code":
             text.add(cell.source)
     return Source(path.parent.name, path.name, path, raw, hashlib.sha256(raw).hexdigest(), graded,
-                  frozenset(owned), frozenset(teaching), frozenset(text))
+                  frozenset(owned), frozenset(teaching), frozenset(text), tuple(pictures))

@@ -45,6 +45,7 @@ from traitlets import Any, Bool, Integer, Unicode
 from autograder.pipeline import plan, rerun
 from autograder.pipeline.messages import DATA_LIMIT, UNREAD, KernelSession, why
 from autograder.pipeline.assignment import source
+from autograder.pipeline.pictures import shown_cases
 from autograder.pipeline.sandbox import KERNEL_NAME, Sandbox, SandboxUnavailable, isolation
 from autograder.kernel.cases import PICKLE
 from autograder.kernel.transport import MIME, encode_cases, encode_probes
@@ -264,7 +265,8 @@ class SandboxedExecute(NbGraderPreprocessor):
             for i, (ex, cases) in graded.items():
                 probes = encode_probes(*ex.probes(graded=cases), ex.rtol, ex.atol, ex.search_sites)
                 box.write_cases(ex.id, {**encode_cases(ex.id, ex.function, ex.call, cases, ex.signature, probes,
-                                                       ex.memory_limits(cases)), PICKLE: i in again})
+                                                       ex.memory_limits(cases)), PICKLE: i in again,
+                                        **shown_cases(ex)})
             until = monotonic() + self.time_budget  # the reruns' share is kept from the cells
             faults = self._run(nb, box, to_run, self.time_budget - (rerun.SECONDS if again else 0))
             made.alone = {

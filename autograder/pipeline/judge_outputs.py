@@ -7,7 +7,8 @@ by ``transport``), computes the reference itself, names recognised mistakes (``j
 the edits of the learner's code the kernel found to fix it, named only where the reference
 confirms them on every case), and replaces the cell's outputs with the verdict: its messages
 as text, and the score as an ``execute_result`` (nbgrader's partial credit) that also carries
-the whole verdict as data (``VERDICT``), which ``grading.read_results`` reads back. The
+the whole verdict as data (``VERDICT``), which ``grading.read_results`` reads back; below a
+failing one, the difference pictures of its failing public cases (``pictures``). The
 exercise comes from the cell's source, which nbgrader has restored from the gradebook, never
 from the learner's outputs. It runs no learner code and reads nothing else the sandbox wrote.
 """
@@ -19,6 +20,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from autograder.pipeline.execute import FAULT_KEY, recorded_payload
 from autograder.exercises import get
 from autograder.judge.verdict import Verdict, helper_note, judge, without_values
+from autograder.pipeline.pictures import Budget, difference_outputs
 from autograder.pipeline.plan import PLAN
 from autograder.kernel import wire
 from autograder.kernel.hints import shorten
@@ -112,8 +114,21 @@ class JudgeOutputs(NbGraderPreprocessor):
                              ex.id, type(err).__name__, str(err)[:MAX_MESSAGE])
             return _unread(ex, cases, type(err).__name__)
 
+    def _pictures(self, cell, ex, verdict: Verdict, budget: Budget) -> list:
+        """Below a failing verdict, the pictures of its failing public cases (``pictures``);
+        advice only: a payload they cannot be drawn from gives none, and costs nothing."""
+        payload = recorded_payload(cell, ex.id)
+        if verdict.full_marks or payload is None or "failure" in payload:
+            return []
+        try:
+            wire.check(payload)
+            return difference_outputs(ex, payload, budget)
+        except Exception as err:  # noqa: BLE001
+            self.log.warning("%s: no pictures: %s: %s", ex.id, type(err).__name__, str(err)[:MAX_MESSAGE])
+            return []
+
     def preprocess(self, nb, resources):
-        faults, graded = [], []
+        faults, graded, budget = [], [], Budget()
         made = resources.get("autograder", {}).get(PLAN)
         if made is None:
             raise RuntimeError("JudgeOutputs needs SandboxedExecute right before it in "
@@ -121,14 +136,15 @@ class JudgeOutputs(NbGraderPreprocessor):
         for i, cell in enumerate(nb.cells):
             if i in made.graded:
                 ex, ex_cases = made.graded[i]
-                graded.append((cell, self._verdict(cell, ex, ex_cases, list(faults), made.alone.get(i))))
+                verdict = self._verdict(cell, ex, ex_cases, list(faults), made.alone.get(i))
+                graded.append((cell, verdict, self._pictures(cell, ex, verdict, budget)))
             elif cell.cell_type == "code" and _fault(cell):
                 faults.append(f"Cell {i + 1} above it was {_fault(cell)}.")
-        failing = {get(v.exercise_id).function for _, v in graded if not v.full_marks}
-        for cell, verdict in graded:
+        failing = {get(v.exercise_id).function for _, v, _ in graded if not v.full_marks}
+        for cell, verdict, pictures in graded:
             note = helper_note(get(verdict.exercise_id), failing)
             if note and not verdict.full_marks:
                 verdict.messages.append(note)
-            cell.outputs = verdict_outputs(verdict)
+            cell.outputs = verdict_outputs(verdict) + pictures
             self.log.info("%s: %s/%s", verdict.exercise_id, verdict.points, verdict.max_points)
         return nb, resources

@@ -15,6 +15,9 @@ from (the file, which the formgrader shows, keeps everything):
 - every other code cell shows no output but the grader's own fault note (``execute.FAULT_KEY``:
   stopped, ran too long): the learner's code ran there with the hidden cases in reach (it may
   keep a case's inputs and print them later), and the learner's notebook has those outputs;
+  but a course cell that the course's source gives a figure for the report shows that figure,
+  drawn here from course code (``pictures.course_outputs``): an explorer's view, say, which no
+  report can draw as a widget;
 - a solution cell's comment is the grader's own only: nbgrader's automatic one, "No response."
   on a cell left as released, says less than the graded cell's verdict ("`attention_forward`
   is not implemented yet.");
@@ -27,9 +30,11 @@ from nbgrader.preprocessors import GetGrades
 
 from autograder.authoring import grade_id
 from autograder.exercises import get
+from autograder.pipeline.assignment import source
 from autograder.pipeline.execute import FAULT_KEY, fault_output
 from autograder.pipeline.header import header_cells
 from autograder.pipeline.judge_outputs import is_verdict
+from autograder.pipeline.pictures import course_outputs
 from autograder.pipeline.plan import recorded_exercise
 
 
@@ -46,6 +51,7 @@ class ReportGrades(GetGrades):
         info = resources["nbgrader"]
         header = {(c.cell_type, c.source) for c in header_cells(info["assignment"], info["notebook"])}
         nb.cells = [c for c in nb.cells if (c.cell_type, c.source) not in header]
+        pictures = dict(source(info["assignment"], info["notebook"]).pictures)
         answers = {c.metadata.nbgrader.grade_id for c in nb.cells
                    if c.metadata.get("nbgrader", {}).get("solution")}
         for cell in nb.cells:
@@ -57,5 +63,6 @@ class ReportGrades(GetGrades):
                 cell.outputs = [o for o in cell.get("outputs", []) if not is_verdict(o)]
             elif cell.cell_type == "code":
                 fault = cell.metadata.get(FAULT_KEY)
-                cell.outputs = [fault_output(fault)] if fault else []
+                cell.outputs = ([fault_output(fault)] if fault
+                                else course_outputs(pictures.get(cell.source.strip()), self.log))
         return nb, resources

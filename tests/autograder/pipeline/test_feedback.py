@@ -8,6 +8,10 @@ request but ``file:`` refused, and finds: no http(s) request tried, every formul
 MathML (none left as TeX), each exercise named in the summary, no bare score ``Out[n]`` and no
 "No response.", and not the release's banner, which speaks to instructors.
 
+Each report carries pictures as embedded PNG: the explorer of §9 (a course cell whose source
+names a figure: notebooks 02's), and, under a failing graded cell only, the difference picture
+of each of its failing public cases, at most three, then a line that names the rest.
+
 A third report, of notebook 04 with a ``layernorm_forward`` that returns ``out`` alone (an
 error message longer than the grader quotes), and the wrong answer's long "This line of
 yours looks like the mistake" line are read at 1280 px: no message box scrolls sideways, and
@@ -19,7 +23,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
-from nbformat.v4 import new_markdown_cell
+from nbformat.v4 import new_code_cell, new_markdown_cell
 
 from autograder.grading import grade_notebook
 from autograder.kernel.calls import NotATuple, first_output
@@ -31,6 +35,7 @@ COMMAND = "autograder submit notebooks/02_attention/attention.ipynb"
 BLANK = ("attention_causal_mask", "attention_padding_mask")
 LAYER_NORM = SOLUTIONS / "04_layer_norm" / "layer_norm.ipynb"
 SINGLE = ("layernorm_forward", "return out, (x_hat, var, eps, gamma)", "return out")
+OWN_CELL = "print('a cell of my own, whose metadata asks for a picture')"
 LEARNER_MATH = r"My notes: $\sqrt{d_k}$, $$A = \mathrm{softmax}(QK^\top)$$, \\(x_1\\) and \\[y^2\\]."
 
 
@@ -65,6 +70,13 @@ BOXES = """() => [...document.querySelectorAll(
     ".output_subarea, .output_subarea pre, .panel-footer, #toc li")].map(
   e => ({text: e.innerText, scrollWidth: e.scrollWidth, clientWidth: e.clientWidth}))"""
 VIEWPORT = {"width": 1280, "height": 900}
+# per code cell with pictures: the start of its source, its images and its output text
+PICTURES = """() => [...document.querySelectorAll(".cell.code_cell")].map(c => ({
+  source: (c.querySelector(".input_area") || {innerText: ""}).innerText,
+  images: [...c.querySelectorAll(".output_area img")].map(i => ({
+    src: i.getAttribute("src").slice(0, 22), width: i.getBoundingClientRect().width,
+    box: i.closest(".output_subarea").clientWidth})),
+  text: [...c.querySelectorAll(".output_area")].map(o => o.innerText).join("\\n")})).filter(c => c.images.length)"""
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +86,7 @@ def reports(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("feedback")
     wrong = _learner(BLANK, ("attention_forward", "np.sqrt(", "np.sqrt(2 * "))
     wrong.cells.insert(5, new_markdown_cell(LEARNER_MATH))
+    wrong.cells.insert(6, new_code_cell(OWN_CELL, metadata={"autograder": {"report_picture": "course_lib.viz:toy_explorer"}}))
     paths = {name: tmp / name / "attention.ipynb" for name in ("full", "mutant", "single")}
     for name, nb in (("full", _learner()), ("mutant", wrong)):
         paths[name].parent.mkdir()
@@ -90,7 +103,8 @@ def reports(tmp_path_factory):
                        else route.abort())
             page.goto(Path(result.feedback_html).as_uri(), wait_until="load")
             page.wait_for_timeout(300)  # a script the page loaded late would have asked by now
-            out[name] = result, {**page.evaluate(READ), "boxes": page.evaluate(BOXES)}, tried
+            out[name] = result, {**page.evaluate(READ), "boxes": page.evaluate(BOXES),
+                                 "pictures": page.evaluate(PICTURES)}, tried
             page.close()
     return out
 
@@ -174,3 +188,56 @@ def test_a_shortened_message_ends_at_a_word(reports):
     words = set(re.findall(r"\w+", full))
     cut = [m.group(1) for b in page["boxes"] for m in re.finditer(r"(\w+)\u2026", b["text"])]
     assert cut and all(word in words for word in cut), cut
+
+
+def _failing_public(exercise_id: str, function) -> list[int]:
+    """The public cases (counted from 1) on which ``function`` gives a wrong matrix, as the
+    grader's own reference finds them."""
+    from autograder.exercises import get
+    from autograder.kernel.transport import as_outputs
+    from autograder.picture import failing_matrices
+
+    ex = get(exercise_id)
+    cases = ex.public_cases()
+    results = [as_outputs(function(**c)) for c in cases]
+    wants = [as_outputs(ex.reference(**c)) for c in cases]
+    return [number for number, _ in failing_matrices(ex, results, wants)]
+
+
+def _wrong_attention(Q, K, V, mask=None):
+    """attention_forward with the report's mutant's mistake: sqrt(2 d_k)."""
+    from course_lib.attention import attention_forward
+
+    out, cache = attention_forward(Q / np.sqrt(2), K, V, mask)
+    return out, cache.A
+
+
+def test_the_report_draws_the_failing_public_cases_under_their_graded_cell(reports):
+    from autograder.pipeline.pictures import PER_EXERCISE
+
+    result, page, _ = reports["mutant"]
+    failing = _failing_public("attention.forward", _wrong_attention)
+    assert len(failing) > PER_EXERCISE  # every public case has a matrix output, and it is wrong
+    drawn = [c for c in page["pictures"] if "record(" in c["source"]]
+    by_exercise = {re.search(r'record\("([\w.]+)"', c["source"]).group(1): c for c in drawn}
+    # the two that use attention_forward fail; the blank ones raise (nothing to draw); the rest pass
+    assert set(by_exercise) == {"attention.forward", "attention.multi_head"}
+    forward = by_exercise["attention.forward"]
+    assert len(forward["images"]) == PER_EXERCISE
+    assert all(i["src"] == "data:image/png;base64," and i["width"] <= i["box"] for i in forward["images"])
+    rest = ", ".join(map(str, failing[PER_EXERCISE:]))
+    assert f"Not drawn here: public case{'s' if len(failing) > PER_EXERCISE + 1 else ''} {rest};" in forward["text"]
+    assert "show_case('attention.forward', n)" in forward["text"]
+    assert not [c for c in reports["full"][1]["pictures"] if "record(" in c["source"]]  # full marks: none
+
+
+def test_the_report_shows_the_explorer_the_notebook_promises(reports):
+    promise = [c.source for c in nbformat.read(RELEASED, as_version=4).cells if "toy_explorer" in c.source]
+    assert len(promise) == 1 and "report" in promise[0]  # the cell says the report has it
+    for name in ("full", "mutant"):
+        (explorer,) = [c for c in reports[name][1]["pictures"] if "toy_explorer" in c["source"]]
+        (image,) = explorer["images"]
+        assert image["src"] == "data:image/png;base64," and image["width"] <= image["box"]
+    # a learner's cell gets no picture by asking for one in its metadata: the course's source says
+    assert not [c for c in reports["mutant"][1]["pictures"] if "a cell of my own" in c["source"]]
+    assert "a cell of my own" in reports["mutant"][1]["text"]  # the cell is there
