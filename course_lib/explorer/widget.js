@@ -4,8 +4,10 @@
 // round(255 a), masks as uint8, queries and keys as float16), and keeps the selection in the
 // traits view, kind, layer, head (-1: all heads) and query. Each view draws on one canvas; a
 // click sets the traits and redraws at once, and the kernel hears of it afterwards
-// (save_changes), so no click waits for Python. The root's data-* attributes report the state
-// and the redraw times; the browser test and benchmarks/explorer_latency.py read them.
+// (save_changes), so no click waits for Python. Each picture is laid out for the width the
+// explorer has (and drawn again when it changes), its text at a fixed size. The root's data-*
+// attributes report the state, that width and the redraw times; the browser tests and
+// benchmarks/explorer_latency.py read them.
 
 const VIEWS = [["head", "head view"], ["model", "model view"], ["qk", "query–key view"]];
 const MASKED = "#b0b0b0"; // as course_lib.viz.MASKED_COLOR: not allowed to attend
@@ -100,16 +102,15 @@ const at = (p, layer, head) => (layer * p.n_heads + head) * p.T_q * p.T_k; // st
 const allowed = (p, i, j) => !p.mask || p.mask[i * p.T_k + j] > 0;
 
 // ------------------------------------------------------------------------------ head view
-function headLayout(p) {
-  if (p.headLayout) return p.headLayout;
+function headLayout(p, room) {
+  // The tokens keep their size; the lines between them narrow to fit the room (to 120 px).
   const T = Math.max(p.T_q, p.T_k);
   const row = T <= 24 ? 22 : T <= 64 ? 16 : T <= 200 ? 12 : 10;
   const font = `${Math.min(13, row - 2)}px sans-serif`;
-  const q = labels(p.query_tokens, font, 150), k = labels(p.key_tokens, font, 150);
-  const xq = 12 + Math.max(q.width, 48), x1 = xq + 8, x2 = x1 + (T > 64 ? 280 : 200), xk = x2 + 8;
-  p.headLayout = { row, font, q: q.fit, k: k.fit, xq, x1, x2, xk, top: 30,
-    width: xk + Math.max(k.width, 40) + 12, height: 30 + T * row + 8 };
-  return p.headLayout;
+  const [q, k] = (p.headLabels ??= [labels(p.query_tokens, font, 150), labels(p.key_tokens, font, 150)]);
+  const xq = 12 + Math.max(q.width, 48), x1 = xq + 8, right = 8 + Math.max(k.width, 40) + 12;
+  const x2 = x1 + clamp(room - x1 - right, 120, T > 64 ? 280 : 200), xk = x2 + 8;
+  return { row, font, q: q.fit, k: k.fit, xq, x1, x2, xk, top: 30, width: x2 + right, height: 30 + T * row + 8 };
 }
 
 const LINE_BUDGET = 5000; // rasterising a line costs ~20 µs: at most ~0.1 s per picture
@@ -180,7 +181,7 @@ function shading(p, s, heads, hover) { // the other side's weights for the hover
 }
 
 function drawHead(canvas, s, hover) {
-  const p = s.pane, lay = headLayout(p), ctx = resize(canvas, lay.width, lay.height);
+  const p = s.pane, lay = headLayout(p, s.room), ctx = resize(canvas, lay.width, lay.height);
   const heads = s.head < 0 ? range(p.n_heads) : [s.head], y = (i) => lay.top + (i + 0.5) * lay.row;
   ctx.font = lay.font;
   ctx.textBaseline = "middle";
@@ -250,9 +251,13 @@ function drawHead(canvas, s, hover) {
 }
 
 // ----------------------------------------------------------------------------- model view
-function modelLayout(p) {
-  const tile = clamp(Math.floor(880 / Math.max(p.n_heads, 4)) - 8, 24, 110);
-  return { tile, step: tile + 8, left: 64, top: 24,
+function modelLayout(p, room) {
+  // Tiles of 24 to 110 px: smaller with more heads, and as small as the room asks.
+  const step = Math.min(Math.floor(880 / Math.max(p.n_heads, 4)), Math.floor((room - 64) / p.n_heads));
+  const tile = clamp(step - 8, 24, 110);
+  MEASURE.font = "12px sans-serif"; // "head 11" over each column where it fits, else "11"
+  const named = MEASURE.measureText(`head ${p.n_heads - 1}`).width + 6 <= tile + 8;
+  return { tile, step: tile + 8, left: 64, top: 24, named,
     width: 64 + p.n_heads * (tile + 8), height: 24 + p.n_layers * (tile + 8) };
 }
 
@@ -296,15 +301,19 @@ function makeTiles(p, tile) {
 }
 
 function drawModel(canvas, s, hover) {
-  const p = s.pane, lay = modelLayout(p), ctx = resize(canvas, lay.width, lay.height);
-  p.tiles ??= makeTiles(p, lay.tile);
+  const p = s.pane, lay = modelLayout(p, s.room), ctx = resize(canvas, lay.width, lay.height);
+  const size = Math.min(lay.tile, Math.max(p.T_q, p.T_k)); // the tiles' pixels: made again when it changes
+  if (p.tileSize !== size) [p.tiles, p.tileSize] = [makeTiles(p, lay.tile), size];
   ctx.imageSmoothingEnabled = false;
   ctx.font = "12px sans-serif";
   ctx.fillStyle = "#333";
   ctx.textAlign = "center";
   ctx.textBaseline = "middle";
-  for (let h = 0; h < p.n_heads; h++) ctx.fillText(`head ${h}`, lay.left + h * lay.step + lay.tile / 2, 11);
+  for (let h = 0; h < p.n_heads; h++) {
+    ctx.fillText(lay.named ? `head ${h}` : `${h}`, lay.left + h * lay.step + lay.tile / 2, 11);
+  }
   ctx.textAlign = "right";
+  if (!lay.named) ctx.fillText("head", lay.left - 8, 11);
   for (let l = 0; l < p.n_layers; l++) ctx.fillText(`layer ${l + 1}`, lay.left - 8, lay.top + l * lay.step + lay.tile / 2);
   for (let l = 0; l < p.n_layers; l++) {
     for (let h = 0; h < p.n_heads; h++) {
@@ -343,6 +352,32 @@ function cellsImage(values, rows, cols, maxAbs) { // one pixel per value, red > 
   return canvas;
 }
 
+const quoted = (t) => `q: “${t}”`; // the query's label, left of its vector
+
+function qkLayout(p, room) {
+  // The text keeps its size; to fit the room the vectors' cells narrow (to 2 px a dimension),
+  // then the bars (to 80 px). Wider than the room only where even that does not fit.
+  const d = p.d_k, Tk = p.T_k, row = Tk <= 40 ? 18 : Tk <= 128 ? 13 : 11;
+  const font = `${Math.min(12, row - 2)}px sans-serif`;
+  const names = (p.keyLabels ??= labels(p.key_tokens, font, 120));
+  const queries = (p.queryLabels ??= labels(p.query_tokens, font, 120));
+  MEASURE.font = font;
+  const titles = [`k_j (key vectors, d_k = ${d})`, "q ⊙ k_j (elementwise)", "s_j = Σ (q ⊙ k_j) / √d_k", "a_j = softmax(s)_j"];
+  const column = (title, drawn) => Math.max(drawn, Math.ceil(MEASURE.measureText(title).width) + 12); // column + gap
+  // the key names and the query's label end 6 px left of the vectors: room for the wider
+  const xK = 14 + Math.max(names.width, Math.ceil(MEASURE.measureText(quoted("")).width) + queries.width);
+  const sized = (cell, bar) => {
+    const xP = xK + column(titles[0], d * cell + 24), xS = xP + column(titles[1], d * cell + 24);
+    const xA = xS + column(titles[2], bar + 56);
+    return { cell, bar, block: d * cell, xP, xS, xA, width: xA + bar + 48 };
+  };
+  let lay = sized(clamp(Math.floor(256 / d), 2, 14), 130);
+  while (lay.width > room && lay.cell > 2) lay = sized(lay.cell - 1, lay.bar);
+  while (lay.width > room && lay.bar > 80) lay = sized(lay.cell, lay.bar - 2);
+  const top = 40 + row;
+  return { ...lay, row, font, names, queries, titles, xK, top, height: top + Tk * row + 8 };
+}
+
 function drawQK(canvas, s, hover) {
   const p = s.pane;
   if (!p.q) {
@@ -353,20 +388,9 @@ function drawQK(canvas, s, hover) {
     ctx.fillText("course model (explore(model, ...)) has them, or pass q= and k= with the arrays.", 10, 42);
     return { layout: {}, text: "no queries and keys for this attention", hit: () => null };
   }
-  const d = p.d_k, h = Math.max(0, s.head), i = s.query, Tk = p.T_k;
-  const row = Tk <= 40 ? 18 : Tk <= 128 ? 13 : 11, cell = clamp(Math.floor(256 / d), 2, 14);
-  const font = `${Math.min(12, row - 2)}px sans-serif`;
-  const names = (p.keyLabels ??= labels(p.key_tokens, font, 120));
-  const queries = (p.queryLabels ??= labels(p.query_tokens, font, 120));
-  MEASURE.font = font;
-  const quoted = (t) => `q: “${t}”`, qWidth = Math.ceil(MEASURE.measureText(quoted("")).width) + queries.width;
-  const block = d * cell, bar = 130, top = 40 + row;
-  const titles = [`k_j (key vectors, d_k = ${d})`, "q ⊙ k_j (elementwise)", "s_j = Σ (q ⊙ k_j) / √d_k", "a_j = softmax(s)_j"];
-  const room = (title, drawn) => Math.max(drawn, Math.ceil(MEASURE.measureText(title).width) + 12); // column + gap
-  // the key names and the query's label end 6 px left of the vectors: room for the wider
-  const xK = 14 + Math.max(names.width, qWidth), xP = xK + room(titles[0], block + 24);
-  const xS = xP + room(titles[1], block + 24), xA = xS + room(titles[2], bar + 56);
-  const ctx = resize(canvas, xA + bar + 48, top + Tk * row + 8);
+  const lay = qkLayout(p, s.room), { d_k: d, T_k: Tk } = p, h = Math.max(0, s.head), i = s.query;
+  const { row, font, names, queries, titles, block, bar, top, xK, xP, xS, xA } = lay;
+  const ctx = resize(canvas, lay.width, lay.height);
   const q = p.q.subarray(((s.layer * p.n_heads + h) * p.T_q + i) * d, ((s.layer * p.n_heads + h) * p.T_q + i + 1) * d);
   const k = p.k.subarray((s.layer * p.n_heads + h) * Tk * d, (s.layer * p.n_heads + h + 1) * Tk * d);
   const prod = new Float32Array(Tk * d), score = new Float64Array(Tk);
@@ -464,10 +488,27 @@ function render({ model, el }) {
   const note = node("div", "ax-note", root);
   let hover = null, shown = null, clickedAt = null, pending = false, draws = 0;
 
+  // The pictures are drawn for the width the root has (JupyterLab's output area, a page): its
+  // width less the stage's border and, once one has shown, the stage's vertical scroll bar
+  // (kept then, or a picture that fits only without the bar would flip between two widths).
+  // Until the root is laid out the width is unknown and the pictures take their full size.
+  let width = 0, edge = 0;
+  const measure = () => { // whether the room changed; a hidden root (width 0) keeps the last
+    const seen = root.clientWidth, border = Math.max(edge, stage.offsetWidth - stage.clientWidth);
+    if (seen === 0 || (seen === width && border === edge)) return false;
+    [width, edge] = [seen, border];
+    return true;
+  };
+  measure();
+  const resized = new ResizeObserver(() => { if (measure()) redraw(); });
+  resized.observe(root);
+  resized.observe(stage); // its scroll bar comes and goes with the picture's height
+
   const state = () => {
     const pane = byName[model.get("kind")] || panes[0];
     return { pane, view: model.get("view"), layer: clamp(model.get("layer"), 0, pane.n_layers - 1),
-      head: clamp(model.get("head"), -1, pane.n_heads - 1), query: clamp(model.get("query"), 0, pane.T_q - 1) };
+      head: clamp(model.get("head"), -1, pane.n_heads - 1), query: clamp(model.get("query"), 0, pane.T_q - 1),
+      room: width > 0 ? width - edge : Infinity };
   };
 
   const options = (box, key, entries) => {
@@ -500,7 +541,7 @@ function render({ model, el }) {
     note.textContent = `${s.pane.title}: ${drawn.text}`;
     const end = performance.now();
     Object.assign(root.dataset, { view: s.view, kind: s.pane.name, layer: s.layer, head: s.head,
-      query: s.query, hover: hover ? JSON.stringify(hover) : "", layout: JSON.stringify(drawn.layout),
+      query: s.query, hover: hover ? JSON.stringify(hover) : "", layout: JSON.stringify(drawn.layout), width,
       draws: ++draws, drawMs: (end - start).toFixed(1) });
     if (clickedAt !== null) { // click-to-redraw: from the event to the end of drawing, and to the next frame
       const t0 = clickedAt;
@@ -559,7 +600,10 @@ function render({ model, el }) {
   const traits = ["view", "kind", "layer", "head", "query"];
   for (const t of traits) model.on(`change:${t}`, redraw);
   draw();
-  return () => { for (const t of traits) model.off(`change:${t}`, redraw); };
+  return () => {
+    for (const t of traits) model.off(`change:${t}`, redraw);
+    resized.disconnect();
+  };
 }
 
 export default { render };

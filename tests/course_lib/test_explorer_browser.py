@@ -71,3 +71,31 @@ def test_every_label_lies_inside_the_canvas_and_apart(page, tmp_path, view):
         assert not outside, f"cut at the canvas's edge: {outside}"
         crossing = [(a["text"], b["text"]) for n, a in enumerate(texts) for b in texts[n + 1:] if _overlap(a, b)]
         assert not crossing, f"labels that touch or overlap: {crossing}"
+
+
+@pytest.mark.parametrize("view", ["qk", "head", "model"])
+def test_a_large_model_is_laid_out_for_a_narrow_page(page, tmp_path, view):
+    """24 heads with d_k = 64 on a 900 px page: each view is drawn for the page's width (no
+    sideways scroll), the heads numbered where "head 23" no longer fits over a tile, and the
+    labels stay inside the canvas and apart. (Notebook-sized explorers in JupyterLab at 1280 px:
+    tests/notebooks/test_jupyterlab.py.)"""
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((2, 24, 48, 64)), rng.standard_normal((2, 24, 48, 64))
+    S = q @ np.swapaxes(k, -1, -2) / 8
+    A = np.exp(S) / np.exp(S).sum(-1, keepdims=True)
+    ex = explore(A, tokens=[f"token {t}" for t in range(48)], q=q, k=k, view=view)
+    page.set_viewport_size({"width": 900, "height": 1000})
+    try:
+        texts = _texts(page, ex, tmp_path / f"{view}.html")
+        inside, width = page.evaluate("() => [...document.querySelectorAll('.ax-stage')].map("
+                                      "s => [s.scrollWidth, s.clientWidth])[0]")
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})
+    assert inside <= width <= 900, f"the picture is {inside} px wide in a stage of {width} px"
+    texts = list({(t["text"], t["left"], t["top"]): t for t in texts}.values())  # once if drawn again
+    outside = [t for t in texts if not 0 <= t["left"] < t["right"] <= t["width"]]
+    assert not outside, f"cut at the canvas's edge: {outside}"
+    crossing = [(a["text"], b["text"]) for n, a in enumerate(texts) for b in texts[n + 1:] if _overlap(a, b)]
+    assert not crossing, f"labels that touch or overlap: {crossing}"
+    if view == "model":
+        assert {"head", "23"} <= {t["text"] for t in texts}

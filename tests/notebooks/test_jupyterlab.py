@@ -1,7 +1,8 @@
 """The course in a real JupyterLab, driven by headless Chromium: the attention explorer of
 notebook 02 draws and answers clicks and hovering, in Lab and in its saved pages opened with
-the network off (screenshots in $EXPLORER_ARTIFACTS); the learner's Lab validates with the
-grader and shows none of nbgrader's instructor tools.
+the network off (screenshots in $EXPLORER_ARTIFACTS); the explorers of notebooks 02, 05 and 06
+fit their output areas in every view at 1280 px; the learner's Lab validates with the grader
+and shows none of nbgrader's instructor tools.
 
 Needs Debian's chromium (.ci/run installs it) and the playwright package (dev extra).
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell
+from nbformat.v4 import new_code_cell, new_notebook
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from autograder.lab import INSTRUCTOR_LAB_PLUGINS, instructor_mode
@@ -322,6 +323,127 @@ def test_attention_explorer_in_jupyterlab_and_offline(lab_02, artifacts):
         assert _offline_page(browser, root / "attention.html", artifacts, "nbconvert") == 2
 
 
+# --- the explorer fits its output area: every view, in Lab's default layout at 1280 px ------
+
+# The explorers of notebooks 02 §9, 05 and 06 at the sizes they show, from untrained models
+# (the layout needs no training): 05's model as configured there (d_model 64, 4 heads: d_k 16,
+# 2 + 2 layers) on its date; 06's full-mode GPT (d_model 128, 4 heads: d_k 32, 4 layers) on
+# its 27 characters.
+FIT_CELLS = ['''\
+from course_lib import viz
+from course_lib.attention import causal_mask
+viz.attention_explorer(viz.toy_attention_examples(), masks={"causal": causal_mask(len(viz.ENGLISH))})''', '''\
+import torch
+from course_lib.explorer import explore
+from course_lib.tokenize import FIRST_MERGE_ID, BPETokenizer, CharTokenizer
+from course_lib.transformer import GPT, GPTConfig, Transformer, TransformerConfig
+torch.manual_seed(0)
+dates = BPETokenizer.train(["Mon 21 Mar 94", "1994-03-21"], vocab_size=FIRST_MERGE_ID + 8)
+explore(Transformer(TransformerConfig(dates.vocab_size)), tokenizer=dates, source="Mon 21 Mar 94",
+        target="1994-03-21", kind="cross", layer=1)''', '''\
+text = "ROMEO:\\nBut soft, what light"
+chars = CharTokenizer.from_text(text)
+explore(GPT(GPTConfig(chars.vocab_size, block_size=128, d_model=128, n_heads=4, n_layers=4)), text, chars)''']
+
+# The size in px of every font an explorer's canvas writes with, kept on its root element
+RECORD_FONTS = """
+const fillText = CanvasRenderingContext2D.prototype.fillText;
+CanvasRenderingContext2D.prototype.fillText = function (...args) {
+  const root = this.canvas.closest?.(".ax-root");
+  if (root) (root.axFonts ??= []).push(parseFloat(this.font));
+  return fillText.apply(this, args);
+};
+"""
+
+# An explorer against the output area it sits in, in CSS px: the area's width and the width of
+# what it holds, the widget's margins to its edges (< 0: past them), the stage's width and that
+# of what it holds (the stage scrolls), the canvas's width and its right margin to the area's
+# edge; the smallest font written since the last look
+MEASURE_FIT = """root => {
+  const area = root.closest(".jp-OutputArea-output"), stage = root.querySelector(".ax-stage");
+  const [a, r, c] = [area, root, stage.querySelector("canvas")].map((e) => e.getBoundingClientRect());
+  return { area: area.clientWidth, areaContent: area.scrollWidth, left: r.left - a.left,
+           right: a.right - r.right, stage: stage.clientWidth, stageContent: stage.scrollWidth,
+           canvas: c.width, canvasRight: a.right - c.right, smallestFont: Math.min(...(root.axFonts || []).splice(0)) };
+}"""
+
+
+@pytest.fixture
+def lab_fit(tmp_path):
+    """JupyterLab on a notebook of the three explorers (FIT_CELLS)."""
+    python = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb = new_notebook(cells=[new_code_cell(source) for source in FIT_CELLS], metadata={"kernelspec": python})
+    nbformat.write(nb, tmp_path / "fit.ipynb")
+    with _jupyter_lab(tmp_path) as url:
+        yield url
+
+
+def _fits(m) -> bool:
+    """Whether MEASURE_FIT's ``m`` has the whole picture in view: nothing past the output area's
+    edges, and nothing to scroll sideways to, in the area or inside the explorer."""
+    return (m["areaContent"] <= m["area"] and min(m["left"], m["right"], m["canvasRight"]) >= 0
+            and m["stageContent"] <= m["stage"])
+
+
+def _show(ex, **state):
+    """Click the buttons of ``state`` (view=..., kind=...); wait until the explorer shows it."""
+    for key, value in state.items():
+        if ex.data(key) != value:
+            ex.root.locator(f'button[value="{value}"]').click()
+            ex.page.wait_for_function("([el, k, v]) => el.dataset[k] === v",
+                                      arg=[ex.root.element_handle(), key, value], timeout=30_000)
+    ex.root.scroll_into_view_if_needed()
+    return ex.root.evaluate(MEASURE_FIT)
+
+
+def test_every_view_of_the_explorer_fits_its_output_area_at_1280_px(lab_fit, artifacts):
+    """Notebooks 02, 05 and 06's explorers in Lab's default layout (the file browser open) in a
+    1280 px wide window: in every view and kind the picture lies inside the output area, with
+    no sideways scroll (in the query-key view of 05 and 06 the softmax column lay beyond the
+    area's edge, a scroll away from the key names), and no text smaller than 9 px; with the
+    file browser closed and opened again, the explorer is drawn again for the width it has."""
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.add_init_script(RECORD_FONTS)
+        page.goto(f"{lab_fit}/lab/tree/fit.ipynb")
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+        seen = {}  # "notebook kind view": MEASURE_FIT's measurements
+        try:
+            assert page.locator("#filebrowser").is_visible()
+            _run_all_cells(page, lab_fit)
+            page.wait_for_function(
+                "() => document.querySelectorAll('.ax-root[data-draws]').length >= 3"
+                f" || [...document.querySelectorAll('{STDERR}')].some(e => e.textContent.includes('Traceback'))",
+                timeout=300_000)
+            errors = page.locator(STDERR, has_text="Traceback")
+            assert errors.count() == 0, errors.first.inner_text()
+            roots = page.locator(".ax-root")
+            for notebook, n in (("02", 0), ("05", 1), ("06", 2)):
+                ex = Explorer(page, roots.nth(n))
+                kinds = ex.root.locator("button.ax-kind").evaluate_all("bs => bs.map(b => b.value)")
+                for kind in kinds or [ex.data("kind")]:
+                    for view in ("head", "model", "qk"):
+                        seen[f"{notebook} {kind} {view}"] = _show(ex, kind=kind, view=view)
+            wide = {name: m for name, m in seen.items() if not _fits(m)}
+            assert not wide, f"wider than the output area or scrolled inside: {wide}"
+            small = {name: m["smallestFont"] for name, m in seen.items() if m["smallestFont"] < 9}
+            assert not small, f"text smaller than 9 px: {small}"
+
+            # the file browser closed, then opened again: the explorer is drawn anew for its width
+            gpt = Explorer(page, roots.nth(2))  # in the query-key view, the widest
+            tab = page.locator('.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="filebrowser"]')
+            for step in ("closed", "open again"):
+                width = gpt.root.evaluate("el => el.clientWidth")
+                tab.click()
+                page.wait_for_function(  # the width changed, and the picture was drawn for it
+                    "([el, w]) => el.clientWidth !== w && el.dataset.width === String(el.clientWidth)",
+                    arg=[gpt.root.element_handle(), width], timeout=10_000)
+                seen[f"06 self qk, file browser {step}"] = m = _show(gpt)
+                assert _fits(m), f"file browser {step}: {m}"
+            assert seen["06 self qk, file browser closed"]["canvas"] > seen["06 self qk"]["canvas"]
+        finally:
+            (artifacts / "lab-fit.json").write_text(json.dumps(seen, indent=1))
+            page.screenshot(path=str(artifacts / "lab-fit.png"))
 
 
 # --- the learner's Lab: Validate asks the grader; no instructor tools -------------------------
