@@ -105,7 +105,7 @@ const allowed = (p, i, j) => !p.mask || p.mask[i * p.T_k + j] > 0;
 function headLayout(p, room) {
   // The tokens keep their size; the lines between them narrow to fit the room (to 120 px).
   const T = Math.max(p.T_q, p.T_k);
-  const row = T <= 24 ? 22 : T <= 64 ? 16 : T <= 200 ? 12 : 10;
+  const row = T <= 24 ? 22 : T <= 64 ? 16 : T <= 200 ? 12 : 11; // text of 9 px at the least
   const font = `${Math.min(13, row - 2)}px sans-serif`;
   const [q, k] = (p.headLabels ??= [labels(p.query_tokens, font, 150), labels(p.key_tokens, font, 150)]);
   const xq = 12 + Math.max(q.width, 48), x1 = xq + 8, right = 8 + Math.max(k.width, 40) + 12;

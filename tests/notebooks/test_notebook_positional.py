@@ -7,6 +7,7 @@ exercise (exercises are graded independently), so one grading run checks several
 """
 import numpy as np
 import pytest
+import torch
 
 import course_lib.positional as pe
 from helpers import MODES, SOLUTIONS, claim, grade_mutant_bank, solution_run
@@ -103,6 +104,13 @@ def section_6_claims(accuracy: dict, lag: int, train_T: int, vocab_size: int) ->
     # sinusoidal holds a position or two, then falls to about the level of none
     assert acc["sinusoidal"][train_T - lag] > 0.9
     assert abs(mean("sinusoidal", train_T + 4, 2 * train_T) - mean("none", train_T + 4, 2 * train_T)) < 0.1
+    # the spikes of sinusoidal far out: near 94, 161-170 and (the full run, to 512) 270, above the
+    # level around them
+    spike = lambda start, stop: acc["sinusoidal"][start - lag: stop - lag].max()  # noqa: E731
+    assert spike(92, 97) > 0.3 and spike(160, 171) > 0.4
+    assert np.median(acc["sinusoidal"][100 - lag: 150 - lag]) < 0.15
+    if len(acc["sinusoidal"]) + lag > 280:
+        assert spike(266, 279) > 0.5
     # RoPE: near 1 up to about 40, about half from there to about 100, then little above none
     assert mean("rope", train_T, 40) > 0.95 and 0.4 < mean("rope", 48, 96) < 0.65
     assert mean("rope", 110) < mean("none", 110) + 0.1
@@ -113,5 +121,45 @@ def test_section_6_says_what_the_accuracy_curves_show(mode):
     claim(SOLUTION, "none** is then no longer the worst: on positions 32–63 it gets about 0.14, "
                     "sinusoidal 0.18 and learned 0.06")
     claim(SOLUTION, "near 1 up to about position 40, about half right from there to about position 100")
+    claim(SOLUTION, "(near positions 94,\n  161–170 and, in the full run, 270)")
     _, values = solution_run(ASSIGNMENT, mode)
     section_6_claims(values["accuracy"], values["lag"], values["train_T"], values["vocab_size"])
+
+
+def test_the_sinusoidal_spikes_are_where_the_positions_alone_point_at_t_minus_2():
+    """§6's account of the spikes, measured as the CI run trains (300 steps, tested to 256): the
+    accuracy follows the attention's weight on t - 2, and the position part of the score,
+    (P[t] W^Q + b) (P[j] W^K + b)^T, peaks at j = t - 2 at the spikes and seldom elsewhere."""
+    vocab_size, d_model, lag, train_T, test_T = 16, 32, 2, 32, 256
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(0)
+
+    def batch(B, T):
+        idx = torch.randint(0, vocab_size, (B, T), generator=gen)
+        targets = torch.full((B, T), -1)
+        targets[:, lag:] = idx[:, :-lag]
+        return idx, targets
+
+    model = pe.PositionProbe(vocab_size, d_model, "sinusoidal", max_len=test_T)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(300):
+        _, loss = model(*batch(32, train_T))
+        opt.zero_grad(); loss.backward(); opt.step()
+    with torch.no_grad():
+        idx, targets = batch(256, test_T)
+        acc = (model(idx)[0].argmax(-1) == targets).float().mean(0)[lag:].numpy()
+        P = pe.sinusoidal_encoding_torch(torch.arange(test_T), d_model)
+        q, k, _ = model.qkv(model.embed(idx) + P).chunk(3, dim=-1)
+        causal = torch.tril(torch.ones(test_T, test_T, dtype=torch.bool))
+        A = (q @ k.transpose(-1, -2)).masked_fill(~causal, float("-inf")).softmax(-1).mean(0)
+        W_q, W_k, _ = model.qkv.weight.chunk(3)
+        b_q, b_k, _ = model.qkv.bias.chunk(3)
+        positional = ((P @ W_q.T + b_q) @ (P @ W_k.T + b_k).T).masked_fill(~causal, float("-inf"))
+    t = torch.arange(lag, test_T)
+    weight = A[t, t - lag].numpy()
+    assert np.corrcoef(acc, weight)[0, 1] > 0.97
+    peaks = (positional[t].argmax(-1) == t - lag).numpy()
+    assert peaks[: train_T - lag].all()                            # inside training: always
+    far = slice(40 - lag, None)
+    assert acc[far][peaks[far]].mean() > 0.3 > 0.15 > acc[far][~peaks[far]].mean()
+    assert peaks[far].mean() < 0.1 and {94, 162, 167} <= set(t[far][peaks[far]].tolist())
