@@ -417,6 +417,7 @@ NUMERICAL_GRADIENT = Exercise(
     rtol=1e-6,
     atol=1e-7,
     output_names=("grad", "x after the call"),
+    axes={"grad": ("axis -2 of x", "axis -1 of x"), "x after the call": ("axis -2 of x", "axis -1 of x")},
     forbidden=("course_lib.gradcheck", "torch"),
     mistakes=(
         Mistake(name="one-sided difference",

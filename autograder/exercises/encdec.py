@@ -171,6 +171,7 @@ BPE_MERGES = Exercise(
     reference=learn_merges,
     points=2,
     output_names=("merges",),
+    axes={"merges": ("merge i (new id first_id + i)", "the pair (left, right)")},
     forbidden=FORBIDDEN,
     features=BPE_FEATURES,
     equivalent=MERGE_EQUIVALENT,

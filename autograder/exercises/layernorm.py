@@ -102,10 +102,13 @@ FORWARD_MISTAKES = [
             wrong=lambda x, gamma, beta, eps=EPS: _forward_out(x, np.ones_like(gamma), np.zeros_like(beta), eps)),
 ]
 
+# every output here is laid out as x (..., d_model): one vector per row
+VECTORS = ("vector (a row of x)", "d_model")
+
 FORWARD = Exercise(id="layernorm.forward", function="layernorm_forward",
                    signature="layernorm_forward(x, gamma, beta, eps=1e-5) -> (out, cache)",
                    cases=_forward_cases, reference=_forward_out, points=2, output_names=("out",),
-                   call="first_output",
+                   axes={"out": VECTORS}, call="first_output",
                    forbidden=NO_LIBRARY, mistakes=FORWARD_MISTAKES, features=LN_FEATURES,
                    dims=_ln_dims, rtol=RTOL, atol=ATOL)
 
@@ -190,7 +193,7 @@ HELD_CONSTANT = {"the mean mu": _held("mu"), "the variance sigma^2": _held("var"
 BACKWARD = Exercise(id="layernorm.backward", function="layernorm_backward",
                     signature="layernorm_backward(dout, cache) -> (dx, dgamma, dbeta)",
                     cases=_backward_cases, reference=_backward_reference, points=3,
-                    output_names=("dx", "dgamma", "dbeta"), call="layernorm_backward",
+                    output_names=("dx", "dgamma", "dbeta"), axes={"dx": VECTORS}, call="layernorm_backward",
                     helpers=("layernorm_forward",),
                     forbidden=NO_LIBRARY + ("torch.autograd",), mistakes=BACKWARD_MISTAKES,
                     held_constant=HELD_CONSTANT,
@@ -243,7 +246,7 @@ BLOCK_FEATURES = shape_features(**{
 FFN = Exercise(id="layernorm.ffn", function="ffn_forward",
                signature="ffn_forward(x, W1, b1, W2, b2) -> (out, cache)",
                cases=_ffn_cases, reference=_ffn, points=1, output_names=("out",),
-               call="first_output",
+               axes={"out": VECTORS}, call="first_output",
                forbidden=NO_LIBRARY, mistakes=FFN_MISTAKES,
                features=BLOCK_FEATURES, dims=_ln_dims, rtol=RTOL, atol=ATOL)
 
@@ -274,6 +277,7 @@ POST_LN_MISTAKES = [
 POST_LN = Exercise(id="layernorm.post_ln", function="post_ln_block",
                    signature="post_ln_block(x, W1, b1, W2, b2, gamma, beta) -> out",
                    cases=_block_cases, reference=post_ln_block, points=1, output_names=("out",),
+                   axes={"out": VECTORS},
                    helpers=BLOCK_HELPERS, forbidden=NO_LIBRARY, mistakes=POST_LN_MISTAKES,
                    features=BLOCK_FEATURES, dims=_ln_dims, rtol=RTOL, atol=ATOL)
 
@@ -297,6 +301,7 @@ PRE_LN_MISTAKES = [
 PRE_LN = Exercise(id="layernorm.pre_ln", function="pre_ln_block",
                   signature="pre_ln_block(x, W1, b1, W2, b2, gamma, beta) -> out",
                   cases=_block_cases, reference=pre_ln_block, points=1, output_names=("out",),
+                  axes={"out": VECTORS},
                   helpers=BLOCK_HELPERS, forbidden=NO_LIBRARY, mistakes=PRE_LN_MISTAKES,
                   features=BLOCK_FEATURES, dims=_ln_dims, rtol=RTOL, atol=ATOL)
 

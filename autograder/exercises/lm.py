@@ -14,6 +14,11 @@ from course_lib.ngram import count_ngrams, ngram_probs, perplexity, roll_die
 from course_lib.rnn import lstm_cell_forward, rnn_backward, rnn_forward, sigmoid
 
 NO_LIBRARY = ("course_lib.ngram", "course_lib.rnn", "torch")
+# the last two axes of the outputs, for the difference picture: an n-gram table has the next
+# token last; the RNN's x (B, T, d_in), h (B, T, H), h0 (B, H), Wxh (d_in, H), Whh (H, H)
+NEXT_TOKEN = ("previous token (a_{n-1})", "next token w")
+RNN_AXES = {"x": ("T", "d_in"), "h": ("T", "H (hidden units)"), "h0": ("B", "H (hidden units)"),
+            "Wxh": ("d_in", "H (hidden units)"), "Whh": ("H (of h_{t-1})", "H (of h_t)")}
 
 
 # --------------------------------------------------------------------------- counting
@@ -62,6 +67,7 @@ COUNT_NGRAMS = Exercise(
     reference=count_ngrams,
     points=1.0,
     output_names=("counts",),
+    axes={"counts": NEXT_TOKEN},
     forbidden=NO_LIBRARY,
     features=shape_features(**{
         "unigrams (n = 1)": lambda c: c["n"] == 1,
@@ -135,6 +141,7 @@ NGRAM_PROBS = Exercise(
     reference=ngram_probs,
     points=1.0,
     output_names=("probs",),
+    axes={"probs": NEXT_TOKEN},
     forbidden=NO_LIBRARY,
     features=shape_features(**{
         "k > 0 (smoothing)": lambda c: c["k"] > 0,
@@ -411,6 +418,8 @@ RNN_FORWARD = Exercise(
     points=1.0,
     output_names=("h", "cache[0] (x)", "cache[1] (h0)", "cache[2] (Wxh)", "cache[3] (Whh)",
                   "cache[4] (h)"),
+    axes={"h": RNN_AXES["h"], "cache[0] (x)": RNN_AXES["x"], "cache[1] (h0)": RNN_AXES["h0"],
+          "cache[2] (Wxh)": RNN_AXES["Wxh"], "cache[3] (Whh)": RNN_AXES["Whh"], "cache[4] (h)": RNN_AXES["h"]},
     forbidden=NO_LIBRARY,
     features=RNN_FEATURES,
     dims=_rnn_dims,
@@ -496,6 +505,7 @@ RNN_BACKWARD = Exercise(
     reference=rnn_backward,
     points=2.0,
     output_names=("dx", "dh0", "dWxh", "dWhh", "db"),
+    axes={"dx": RNN_AXES["x"], "dh0": RNN_AXES["h0"], "dWxh": RNN_AXES["Wxh"], "dWhh": RNN_AXES["Whh"]},
     forbidden=NO_LIBRARY,
     features=RNN_FEATURES,
     dims=_rnn_dims,
@@ -556,6 +566,7 @@ LSTM_CELL = Exercise(
     reference=lambda **c: lstm_cell_forward(**c)[:2],
     points=1.0,
     output_names=("h", "c"),
+    axes={"h": RNN_AXES["h0"], "c": RNN_AXES["h0"]},
     forbidden=NO_LIBRARY,
     features=shape_features(**{"a single example (B = 1)": lambda c: len(c["x"]) == 1}),
     equivalent={"lstm_cell_forward: np.concatenate([h_prev, x], axis=1) -> "

@@ -175,7 +175,7 @@ def test_a_failing_picture_leaves_the_text_verdict(capsys, monkeypatch):
     ("attention.backward_col", "dA", ("d_k", "d")),                      # a projection's gradient here
     ("gpt.forward", "logits", ("T", "vocab_size")),
     ("positional.rotation", "A", ("axis -2 (rows)", "axis -1 (columns)")),  # not attention weights
-    ("layernorm.forward", "out", ("axis -2", "axis -1")),                # not declared
+    ("layernorm.forward", "out", ("vector (a row of x)", "d_model")),    # declared: x (..., d_model)
 ])
 def test_axes_are_named_in_the_glossarys_words(exercise_id, name, names):
     assert axis_names_for(name, get(exercise_id)) == names
@@ -219,3 +219,22 @@ def test_a_large_count_stays_short_and_every_title_fits_its_panel():
     renderer = canvas.get_renderer()
     for ax in panels:
         assert ax.title.get_window_extent(renderer).width <= ax.get_window_extent(renderer).width, ax.get_title()
+
+
+def test_every_matrix_output_of_every_exercise_has_named_axes():
+    """Where the exercise's shapes say which axis is which, the picture says it too: no exercise
+    leaves a matrix output to "axis -2 / axis -1" (its declared ``axes`` or the glossary's)."""
+    import copy
+
+    from autograder.exercises import all_exercises
+    from autograder.kernel.transport import as_outputs
+    from autograder.picture import UNNAMED_AXES
+
+    unnamed = []
+    for ex in all_exercises():
+        for case in ex.public_cases():
+            for i, out in enumerate(as_outputs(ex.reference(**copy.deepcopy(case)))):
+                if np.ndim(out) >= 2 and axis_names_for(ex.name_of(i), ex) == UNNAMED_AXES:
+                    unnamed.append((ex.id, ex.name_of(i)))
+    assert not unnamed, sorted(set(unnamed))
+    assert all(set(ex.axes) <= set(ex.output_names) for ex in all_exercises())  # no name mistyped
