@@ -144,6 +144,7 @@ def cmd_grade(args) -> int:
 
 def cmd_leaderboard(args) -> int:
     # lazy: torch and nbgrader (see above)
+    from autograder.classroom.pools import NoWorkers
     from autograder.pipeline.sandbox import SandboxUnavailable, isolation, ISOLATION_ENV
     from autograder.race.gradebook import GradebookError, check
     from autograder.race.heldout import Unseen
@@ -165,8 +166,8 @@ def cmd_leaderboard(args) -> int:
             print(shown(said), file=sys.stderr)
         ranked, line = race(args.assignment, Path(args.submissions), out, rules,
                             Path(args.heldout) if args.heldout else None, jobs=args.jobs, isolate=isolated,
-                            most=args.points, award=args.award)
-    except (SandboxUnavailable, Unseen, NoEntry, GradebookError, OSError) as err:
+                            most=args.points, award=args.award, scheduler=args.scheduler)
+    except (SandboxUnavailable, Unseen, NoEntry, GradebookError, NoWorkers, OSError) as err:
         print(f"autograder: {shown(err)}", file=sys.stderr)
         return 2
     print(shown(summary(ranked, line)))
@@ -332,6 +333,8 @@ def main(argv=None) -> int:
     p.add_argument("--params", type=int, default=2_000_000, help="most numbers a trained model may hold")
     p.add_argument("--heldout", help="the text to score on (default: the play set-up keeps aside)")
     p.add_argument("--jobs", type=int, default=1, help="entries trained at once")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="race on a Dask cluster, e.g. tcp://HOST:8786, each "
+                   "(entry, seed) on a worker, instead of --jobs here")
     p.add_argument("--points", type=float, default=0.0, help="points the CSV's points column gives (default 0)")
     p.add_argument("--award", choices=("line", "rank"), default="line",
                    help="line: all the points for beating the 5-gram; rank: by place, first to last")

@@ -63,6 +63,11 @@ class Rules:
     grace: float = 10.0           # CPU seconds past the budget before prlimit kills the process
     score_seconds: float = 120.0  # CPU seconds for scoring all windows
 
+    @property
+    def train_limit(self) -> float:
+        """CPU seconds past which ``prlimit`` kills a training process."""
+        return self.budget + self.startup + self.grace
+
     def wall(self, cpu: float) -> float:
         """Wall seconds a process with ``cpu`` CPU seconds may run: a busy machine's share."""
         return 4 * cpu + 60
@@ -145,7 +150,7 @@ def _train(run: Run, code: str, train_ids, vocab_size: int, rules: Rules, isolat
     """Train in the sandbox (filling ``run``'s cpu, curve and params); the weights, decoded."""
     spec = {"code": code, "seed": run.seed, "budget": rules.budget, "vocab_size": vocab_size,
             "train": _encode_ids(train_ids, vocab_size)}
-    limit = rules.budget + rules.startup + rules.grace
+    limit = rules.train_limit
     reply, run.cpu = process.run("train", spec, None, limit, rules.wall(limit), rules.memory, starts, isolate)
     if reply is None and run.cpu >= limit - 1.0:
         raise Refused(f"training ran past its CPU limit ({limit:.0f} s) and was stopped: the budget is "
@@ -176,12 +181,19 @@ def _train(run: Run, code: str, train_ids, vocab_size: int, rules: Rules, isolat
         raise Refused(f"the trained model's state could not be read: {err}"[:300]) from None
     if not all(np.isfinite(a).all() for a in decoded.values()):
         raise Refused("the trained model's weights hold NaN or infinity")
-    curve = results.get("curve")
-    if isinstance(curve, list) and len(curve) <= 10_000:  # the entry's word, only drawn: points off the plot left out
-        run.curve = [(float(p[0]), float(p[1])) for p in curve
-                     if isinstance(p, list) and len(p) == 2 and all(type(v) in (int, float) for v in p)
-                     and 0 <= p[0] <= limit and 0 <= p[1] <= MAX_BITS]
+    run.curve = curve_points(results.get("curve"), limit)
     return decoded
+
+
+def curve_points(curve, limit: float) -> list[tuple[float, float]]:
+    """The points (CPU seconds, bits per character) of a training curve as it came: the entry's
+    word, only drawn, so what is not a pair of numbers on the plot (0 to ``limit`` seconds, 0 to
+    ``MAX_BITS`` bits) is left out (matplotlib cannot draw 1.7e308)."""
+    if not isinstance(curve, list) or len(curve) > 10_000:
+        return []
+    return [(float(p[0]), float(p[1])) for p in curve
+            if isinstance(p, (list, tuple)) and len(p) == 2 and all(type(v) in (int, float) for v in p)
+            and 0 <= p[0] <= limit and 0 <= p[1] <= MAX_BITS]
 
 
 def _scores(code: str, weights: dict, vocab_size: int, inputs: np.ndarray, rules: Rules,
