@@ -9,7 +9,8 @@
                                                    resumable, in parallel or on a Dask cluster
     autograder regrade ASSIGNMENT                  grade a class again after the grader changed
     autograder leaderboard ASSIGNMENT SUBMISSIONS  the class race: entries trained in the sandbox
-                                                   under a CPU budget, ranked on held-out text
+                                                   under a CPU budget, ranked on held-out text;
+                                                   --points N --gradebook: points as extra credit
     autograder export canvas|moodle --roster CSV   grades in the layout a school's gradebook imports
     autograder release-solutions ASSIGNMENT        the model solutions to the learners, once due
     autograder hub setup|remove COURSE_FILE        a JupyterHub for the courses a file describes
@@ -143,7 +144,9 @@ def cmd_grade(args) -> int:
 
 def cmd_leaderboard(args) -> int:
     # lazy: torch and nbgrader (see above)
+    from autograder.classroom.pools import NoWorkers
     from autograder.pipeline.sandbox import SandboxUnavailable, isolation, ISOLATION_ENV
+    from autograder.race.gradebook import GradebookError, check
     from autograder.race.heldout import Unseen
     from autograder.race.leaderboard import NoEntry, race, summary
     from autograder.race.verify import Rules
@@ -151,19 +154,39 @@ def cmd_leaderboard(args) -> int:
     os.environ.setdefault(ISOLATION_ENV, "auto" if args.allow_unisolated else "required")
     rules = Rules(budget=args.budget, seeds=args.seeds, params=args.params)
     out = Path(args.out)
+    course = Path(args.course) if args.course else _course_here()
+    if args.gradebook and args.points <= 0:
+        print("autograder: --gradebook writes the race's points: say how many with --points N", file=sys.stderr)
+        return 2
     try:
+        if args.gradebook:  # before hours of racing, not after
+            check(course, args.assignment)
         isolated, said = isolation()
         if not isolated:
             print(shown(said), file=sys.stderr)
         ranked, line = race(args.assignment, Path(args.submissions), out, rules,
                             Path(args.heldout) if args.heldout else None, jobs=args.jobs, isolate=isolated,
-                            most=args.points, award=args.award)
-    except (SandboxUnavailable, Unseen, NoEntry, OSError) as err:
+                            most=args.points, award=args.award, scheduler=args.scheduler)
+    except (SandboxUnavailable, Unseen, NoEntry, GradebookError, NoWorkers, OSError) as err:
         print(f"autograder: {shown(err)}", file=sys.stderr)
         return 2
     print(shown(summary(ranked, line)))
     print(shown(f"leaderboard written to {out / 'leaderboard.html'} and {out / 'leaderboard.csv'}"))
-    return 0
+    return _race_gradebook(course, args, ranked, line) if args.gradebook else 0
+
+
+def _race_gradebook(course: Path, args, ranked, line: float) -> int:
+    """``leaderboard --gradebook``: the race's points into the course's gradebook; 1 where some
+    learner's could not be written, 2 where none could."""
+    from autograder.race.gradebook import GradebookError, race_points, write_points  # lazy: as in cmd_leaderboard
+
+    try:
+        done = write_points(course, args.assignment, race_points(ranked, line, args.points, args.award))
+    except GradebookError as err:
+        print(f"autograder: {shown(err)}", file=sys.stderr)
+        return 2
+    print(shown(done.report()))
+    return 1 if done.not_written else 0
 
 
 def cmd_regrade(args) -> int:
@@ -310,9 +333,16 @@ def main(argv=None) -> int:
     p.add_argument("--params", type=int, default=2_000_000, help="most numbers a trained model may hold")
     p.add_argument("--heldout", help="the text to score on (default: the play set-up keeps aside)")
     p.add_argument("--jobs", type=int, default=1, help="entries trained at once")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="race on a Dask cluster, e.g. tcp://HOST:8786, each "
+                   "(entry, seed) on a worker, instead of --jobs here")
     p.add_argument("--points", type=float, default=0.0, help="points the CSV's points column gives (default 0)")
     p.add_argument("--award", choices=("line", "rank"), default="line",
                    help="line: all the points for beating the 5-gram; rank: by place, first to last")
+    p.add_argument("--gradebook", action="store_true",
+                   help="also write each learner's points into the course's nbgrader gradebook, as extra "
+                   "credit on the graded cell above the race (the formgrader and nbgrader export count it)")
+    p.add_argument("--course", help="the nbgrader course directory whose gradebook --gradebook writes "
+                   "(as for grade)")
     p.add_argument("--allow-unisolated", action="store_true", help="run without the sandbox where it cannot start")
     p.set_defaults(func=cmd_leaderboard)
 

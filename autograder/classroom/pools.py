@@ -97,18 +97,30 @@ class LocalPool(Pool):
             process.close(kill=False)
 
 
+class NoWorkers(RuntimeError):
+    """The Dask cluster named has no workers."""
+
+
+def connect(scheduler: str):
+    """(a Dask client of the cluster behind ``scheduler``, the threads of its workers);
+    ``NoWorkers`` where it has none, ``OSError`` where it cannot be reached.
+    ``autograder leaderboard --scheduler`` uses it too."""
+    from distributed import Client  # lazy: Dask (1 s) only when a cluster is named
+
+    client = Client(scheduler, timeout="30s")
+    threads = sum(client.nthreads().values())
+    if not threads:
+        client.close()
+        raise NoWorkers(f"the Dask cluster at {scheduler} has no workers")
+    return client, threads
+
+
 class DaskPool(Pool):
     """The cluster behind ``scheduler``: one grader per thread of its workers."""
 
     def __init__(self, scheduler: str, time_limit: float):
-        from distributed import Client  # lazy: Dask (1 s) only when a cluster is named
-
-        self.client = Client(scheduler, timeout="30s")
+        self.client, threads = connect(scheduler)
         self.time_limit = time_limit
-        threads = sum(self.client.nthreads().values())
-        if not threads:
-            self.client.close()
-            raise RuntimeError(f"the Dask cluster at {scheduler} has no workers")
         super().__init__(threads)
 
     def grade(self, task: Task) -> Outcome:

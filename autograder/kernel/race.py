@@ -1,15 +1,20 @@
 """A race entry trained, or scored, alone in the sandbox. [sandbox]
 
-``autograder.race.verify`` starts this file by its path in the grading sandbox, twice per seed
+``autograder.race.verify`` starts this file by its path in the grading sandbox, three times per seed
 of an entry (notebook 06's race: ``build`` and ``RECIPE``, see ``course_lib.race``):
 
+Once up (torch imported, the process confined), it asks for its spec: ``{"ask": "spec"}`` on
+standard output, the grader's answer one line on standard input. Nothing of the entry's has
+run before, so a process that never asks failed through no doing of the entry's
+(``autograder/race/process.py``).
+
 ``python race.py train MEMORY``
-    Standard input: one line, ``{"code", "seed", "budget", "vocab_size", "train"}`` (the
-    entry's source, the random seed, the CPU seconds, the training text as an array of ids).
-    Standard output: one line, ``{"results": {"weights": {name: array}, "curve": [[s, bits]]}}``.
+    The spec: ``{"code", "seed", "budget", "vocab_size", "train"}`` (the entry's source, the
+    random seed, the CPU seconds, the training text as an array of ids).
+    Standard output: then one line, ``{"results": {"weights": {name: array}, "curve": [[s, bits]]}}``.
 ``python race.py score MEMORY``
-    Standard input: one line, ``{"code", "vocab_size", "weights", "seeds"}``; then, for each request
-    this process makes (``{"ask": "window", "logits": the last window's (CONTEXT, vocab_size)
+    The spec: ``{"code", "vocab_size", "weights", "seeds"}``; then, for each request this
+    process makes (``{"ask": "window", "logits": the last window's (CONTEXT, vocab_size)
     array or None}``), the grader's answer: ``{"window": ids (CONTEXT,)}`` or ``{"stop": true}``.
     Standard output: the requests, then ``{"results": {}}``.
 
@@ -111,12 +116,12 @@ def main() -> None:
     torch.optim.AdamW(warm.parameters()).step()
     if memory >= 0:
         confine(memory, 0, lambda: None)
-    spec = wire.loads(sys.stdin.readline(), max_bytes=SPEC_BYTES)
 
     def ask(message: dict) -> dict:
         channel.write(wire.dumps(message) + "\n")
         channel.flush()
         return wire.loads(sys.stdin.readline() or "{}", max_bytes=SPEC_BYTES)
+    spec = ask({"ask": "spec"})  # up: from here on, what goes wrong is the entry's
     try:
         results = train(spec) if mode == "train" else score(spec, ask)
     except BaseException as err:  # the entry's own error (or the limit's): told, not a crash

@@ -154,10 +154,11 @@ def _server(tables: dict) -> Callable[[dict], dict]:
     return answer
 
 
-def converse(process: Popen, stop: Callable[[], None], first: str, answer: Callable[[dict], dict] | None,
+def converse(process: Popen, stop: Callable[[], None], first: str | None, answer: Callable[[dict], dict] | None,
              seconds: float, line: int = LINE, on_results: Callable[[], None] | None = None):
-    """Send ``first`` (a line) to a process run alone, answer its requests (``{"ask": ...}``)
-    with ``answer``, and return the ``results`` of its last line, parsed (``wire.loads``); None
+    """Send ``first`` (a line; None: nothing before its first request) to a process run alone,
+    answer its requests (``{"ask": ...}``) with ``answer`` (a ``wire.Unreadable`` it raises is
+    returned), and return the ``results`` of its last line, parsed (``wire.loads``); None
     when it ends without one, sends more than ``line`` bytes in a line, or runs past ``seconds``
     (``stop`` kills it and all it started, then or on return); a ``wire.Unreadable``, returned,
     when it sends a line ``wire.loads`` refuses, or one that is neither a request nor results.
@@ -166,8 +167,9 @@ def converse(process: Popen, stop: Callable[[], None], first: str, answer: Calla
     deadline = time.monotonic() + seconds
     lines = _lines(process.stdout.fileno(), deadline, line)
     try:
-        process.stdin.write(first.encode() + b"\n")
-        process.stdin.flush()
+        if first is not None:
+            process.stdin.write(first.encode() + b"\n")
+            process.stdin.flush()
         for text in lines:
             message = wire.loads(text, max_bytes=line)
             if isinstance(message, dict) and "results" in message:

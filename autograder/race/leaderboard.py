@@ -6,8 +6,11 @@ with the careful reader, ``skim``: only cell sources, never outputs); the course
 key (kept in the output folder, readable by its owner alone), so the same entry gets the same
 seeds in every run, and no entry can choose them. What each entry gave is kept in
 ``runs/<id>.json`` with a digest of its source, the rules and the texts: a run stopped halfway
-resumes where it was, and an entry changed since is run again. Entries run ``jobs`` at a time
-(each is a chain of sandboxed processes; a thread here only waits on them).
+resumes where it was, and an entry changed since is run again, as is a seed whose sandbox did
+not start (``Run.grader_fault``). Entries run ``jobs`` at a time (each is a chain of sandboxed
+processes; a thread here only waits on them), or each seed on a worker of a Dask cluster
+(``cluster``); where no sandbox starts at all, the race stops with ``SandboxUnavailable``
+(``process.Starts``).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from autograder.pipeline.assignment import notebooks
 from autograder.pipeline.skim import Cut, Limits, Unreadable, skim
 from autograder.race import board
 from autograder.race.heldout import Texts, texts
+from autograder.race.process import Starts
 from autograder.race.verify import Rules, Run, seeds_for, split_heldout, verify
 from course_lib.ngram import NgramLM
 from course_lib.race import BASELINE, bits_per_char
@@ -101,22 +105,30 @@ def _digest(code: str, rules: Rules, texts_digest: str) -> str:
     return h.hexdigest()
 
 
-def _standing(name: str, code: str | None, why: str | None, data: Texts, texts_digest: str, rules: Rules,
-              out: Path, key: bytes, isolate: bool) -> board.Standing:
-    """``name``'s standing: from ``runs/`` where the same entry ran under the same rules, else run."""
+def _kept(path: Path, digest: str) -> list[Run]:
+    """The runs ``path`` keeps of the same entry under the same rules and texts (none: run them)."""
+    try:
+        saved = json.loads(path.read_text())
+        return [Run(**r) for r in saved["runs"]] if saved.get("digest") == digest else []
+    except (OSError, ValueError, KeyError, TypeError):  # none yet, or a file half written
+        return []
+
+
+def _standing(name: str, code: str | None, why: str | None, texts_digest: str, rules: Rules, out: Path,
+              key: bytes, runs_of) -> board.Standing:
+    """``name``'s standing: from ``runs/`` where the same entry ran under the same rules, else
+    ``runs_of(code, seeds)`` (``verify`` here or on the cluster); a seed whose sandbox did not start
+    runs again."""
     if code is None:
         return board.Standing(name, [Run(0, reason=why)])
     kept = out / "runs" / f"{name}.json"
     digest = _digest(code, rules, texts_digest)
-    if kept.exists():
-        try:
-            saved = json.loads(kept.read_text())
-            if saved.get("digest") == digest:
-                return board.Standing(name, [Run(**r) for r in saved["runs"]])
-        except (ValueError, KeyError, TypeError):
-            pass  # a file half written: run again
-    runs = verify(code, data.train, data.heldout, data.tokenizer.vocab_size, rules,
-                  seeds_for(key, name, rules.seeds), isolate=isolate)
+    earlier = {r.seed: r for r in _kept(kept, digest) if not r.grader_fault}
+    seeds = seeds_for(key, name, rules.seeds)
+    if all(seed in earlier for seed in seeds):
+        return board.Standing(name, [earlier[seed] for seed in seeds])
+    now = runs_of(code, [seed for seed in seeds if seed not in earlier])
+    runs = [earlier[seed] if seed in earlier else now.pop(0) for seed in seeds]
     tmp = kept.with_suffix(".tmp")
     tmp.write_text(json.dumps({"digest": digest, "runs": [asdict(r) for r in runs]}))
     tmp.replace(kept)
@@ -125,9 +137,10 @@ def _standing(name: str, code: str | None, why: str | None, data: Texts, texts_d
 
 def race(assignment: str, submissions: Path, out: Path, rules: Rules = Rules(), heldout: Path | None = None,
          jobs: int = 1, isolate: bool = True, train_text: str | None = None, most: float = 0.0,
-         award: str = "line") -> tuple[list[board.Standing], float]:
+         award: str = "line", scheduler: str | None = None) -> tuple[list[board.Standing], float]:
     """Verify and rank every entry of ``submissions`` (a folder or zip, as ``grade`` reads it, or
-    one notebook) and the course's own; write the leaderboard into ``out``, with ``most`` points
+    one notebook) and the course's own, ``jobs`` entries at a time here, or on the Dask cluster
+    behind ``scheduler`` (``cluster``); write the leaderboard into ``out``, with ``most`` points
     by ``award`` in its CSV (``board.points``). (the board, the 5-gram's line)."""
     data = texts(heldout, train_text)
     out.mkdir(parents=True, exist_ok=True)
@@ -149,15 +162,29 @@ def race(assignment: str, submissions: Path, out: Path, rules: Rules = Rules(), 
         entries[outcome.student] = (None, outcome.reason)
     for student, got in read.items():
         entries[student] = (None, str(got)) if isinstance(got, NoEntry) else (got, None)
-    line, texts_digest = five_gram(data, rules.windows), _texts_digest(data)
-    with ThreadPoolExecutor(max(1, jobs)) as pool, tqdm(total=len(entries), desc="race entries", unit="entry") as bar:
-        def one(item):
-            name, (code, why) = item
-            try:
-                return _standing(name, code, why, data, texts_digest, rules, out, key, isolate)
-            finally:
-                bar.update()
-        standings = list(pool.map(one, entries.items()))
+    line, texts_digest, starts = five_gram(data, rules.windows), _texts_digest(data), Starts()
+    if scheduler:
+        from autograder.race.cluster import DaskRaces  # lazy: Dask, only for a cluster
+
+        cluster = DaskRaces(scheduler, data.train, data.heldout, data.tokenizer.vocab_size, rules, isolate, starts)
+        jobs, runs_of = cluster.threads, cluster.verify
+    else:
+        def runs_of(code: str, seeds: list[int]) -> list[Run]:
+            return verify(code, data.train, data.heldout, data.tokenizer.vocab_size, rules, seeds,
+                          isolate=isolate, starts=starts)
+    try:
+        with ThreadPoolExecutor(max(1, jobs)) as pool, \
+                tqdm(total=len(entries), desc="race entries", unit="entry") as bar:
+            def one(item):
+                name, (code, why) = item
+                try:
+                    return _standing(name, code, why, texts_digest, rules, out, key, runs_of)
+                finally:
+                    bar.update()
+            standings = list(pool.map(one, entries.items()))
+    finally:
+        if scheduler:
+            cluster.close()
     ranked = board.rank(standings)
     base = next(s for s in standings if s.name == board.BASELINE)
     base_mean = base.mean if base.reason is None else None
@@ -181,4 +208,8 @@ def summary(ranked: list[board.Standing], line: float) -> str:
             rows.append(f"{s.rank:>3}  {s.name}: {s.mean:.3f} ± {s.spread:.3f}")
         else:
             rows.append(f"  -  {s.name}: ranked nowhere: {s.reason}")
+    unrun = sum(any(r.grader_fault for r in s.runs) for s in ranked)
+    if unrun:
+        rows.append(f"{unrun} entr{'y' if unrun == 1 else 'ies'} could not be run to the end through no doing "
+                    "of theirs (the sandbox did not start): run the same command again to run them")
     return "\n".join(rows)

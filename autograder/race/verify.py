@@ -21,30 +21,32 @@ For each seed of an entry (its source: ``build`` and ``RECIPE``, see ``course_li
    that carries something from window to window gives others there).
 
 The weights are checked as they cross (names, shapes, finite numbers) and counted against the
-parameter cap; what the entry's code raises, a budget overrun, a crash or a broken promise makes
-the run's ``reason``, and a run with a reason counts for nothing.
+parameter cap, the score must be a number the board can rank (``MAX_BITS``), and only points of
+the curve that lie on its plot are kept; what the entry's code raises, a budget overrun, a crash
+or a broken promise makes the run's ``reason``, and a run with a reason counts for nothing. A
+process that did not start (``process.Fault``: the grader's doing, not the entry's) gives a
+reason too, marked ``Run.grader_fault``: the next race runs that seed again.
 """
 from __future__ import annotations
 
 import hmac
 import math
-import sys
-import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from autograder.kernel import wire
 from autograder.kernel.transport import decode_array, encode_array
-from autograder.pipeline.rerun import converse
-from autograder.pipeline.sandbox import Limits, Sandbox, tree_cpu
+from autograder.race import process
+from autograder.race.process import Fault, Refused, Starts
 from course_lib.race import BUDGET, CONTEXT, PARAMS, WINDOWS, bits_per_char, windows
 
 MAX_WEIGHTS = 4096   # arrays in an entry's state
 MAX_NAME = 200       # characters of an array's name
-LINE = 64 << 20      # bytes of one line from a race process: the weights at the parameter cap
-SAMPLE = 0.25        # seconds between readings of a race process's CPU time
 CAUSAL_TOLERANCE = 1e-4  # of a logit, relative to its size (the same inputs give the same bits)
+# bits per character past which a score or a point of a curve is no number the board can compare or
+# draw (a uniform guess over the course's characters gives about 6); beyond it Python's floats overflow
+MAX_BITS = 1000.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,11 @@ class Rules:
     grace: float = 10.0           # CPU seconds past the budget before prlimit kills the process
     score_seconds: float = 120.0  # CPU seconds for scoring all windows
 
+    @property
+    def train_limit(self) -> float:
+        """CPU seconds past which ``prlimit`` kills a training process."""
+        return self.budget + self.startup + self.grace
+
     def wall(self, cpu: float) -> float:
         """Wall seconds a process with ``cpu`` CPU seconds may run: a busy machine's share."""
         return 4 * cpu + 60
@@ -75,6 +82,7 @@ class Run:
     params: int = 0
     curve: list = field(default_factory=list)  # (CPU seconds, training bits per character)
     reason: str | None = None
+    grader_fault: bool = False    # the reason is the grader's (a ``Fault``): the next race runs it again
 
 
 def seeds_for(key: bytes, name: str, n: int) -> list[int]:
@@ -85,9 +93,11 @@ def seeds_for(key: bytes, name: str, n: int) -> list[int]:
 
 
 def verify(code: str, train_ids: np.ndarray, heldout: np.ndarray, vocab_size: int, rules: Rules,
-           seeds: list[int], isolate: bool = True, progress=None) -> list[Run]:
+           seeds: list[int], isolate: bool = True, progress=None, starts: Starts | None = None) -> list[Run]:
     """Every seed's ``Run`` of the entry ``code``: trained on ``train_ids``, scored on the first
-    ``rules.windows`` windows of ``heldout`` (ids, with a tail kept for the probes, ``split_heldout``)."""
+    ``rules.windows`` windows of ``heldout`` (ids, with a tail kept for the probes, ``split_heldout``).
+    ``starts``: the race's (``process.Starts``), which stops it where no sandbox starts."""
+    starts = Starts() if starts is None else starts
     if len(code.encode()) > rules.code_bytes:
         why = f"the entry's source is {len(code.encode())} bytes; the race takes at most {rules.code_bytes}"
         return [Run(seed, reason=why) for seed in seeds]
@@ -96,21 +106,17 @@ def verify(code: str, train_ids: np.ndarray, heldout: np.ndarray, vocab_size: in
     for seed in seeds:
         run = Run(seed)
         try:
-            weights = _train(run, code, train_ids, vocab_size, rules, isolate)
-            logits = _scores(code, weights, vocab_size, scored[:, :-1], rules, isolate,
+            weights = _train(run, code, train_ids, vocab_size, rules, isolate, starts)
+            logits = _scores(code, weights, vocab_size, scored[:, :-1], rules, isolate, starts,
                              seeds=(seed, seed ^ 0x5EED))
-            run.bpc = bits_per_char(logits, scored[:, 1:])
-            _check_causal(code, weights, vocab_size, scored, spare, logits, seed, rules, isolate)
+            run.bpc = _bits(logits, scored[:, 1:])
+            _check_causal(code, weights, vocab_size, scored, spare, logits, seed, rules, isolate, starts)
         except Refused as why:
-            run.bpc, run.reason = None, str(why)
+            run.bpc, run.reason, run.grader_fault = None, str(why), isinstance(why, Fault)
         runs.append(run)
         if progress is not None:
             progress(run)
     return runs
-
-
-class Refused(Exception):
-    """Why a run counts for nothing, in a sentence for the learner."""
 
 
 def split_heldout(ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -120,42 +126,6 @@ def split_heldout(ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     if n < 1:
         raise ValueError(f"{len(ids)} held-out characters cannot hold two windows of {CONTEXT}")
     return windows(ids, n), ids[n * CONTEXT + 1:]
-
-
-def _process(rules: Rules, mode: str, spec: dict, answer=None, cpu: float = 0.0, isolate: bool = True):
-    """Run ``race.py mode`` in a fresh sandbox on ``spec``, killed past ``cpu`` CPU seconds:
-    (its results, or None where it stopped without them; the CPU seconds the system counted
-    for it, read as its results came, or else the last reading while it ran, every
-    ``SAMPLE`` seconds)."""
-    limits = Limits(address_space=64 << 30, cpu_seconds=math.ceil(cpu), processes=64,
-                    scratch=16 << 20)
-    used, ended = [], threading.Event()
-    with Sandbox(isolate=isolate, limits=limits) as box:
-        argv = [sys.executable, str(box.site / "autograder" / "kernel" / "race.py"), mode, str(rules.memory)]
-        with box.alone(argv) as (process, stop):
-            pid = getattr(process, "sandbox_pid", process.pid)
-
-            def sample():
-                while not ended.wait(SAMPLE):
-                    seen = tree_cpu(pid)
-                    if seen is not None:
-                        used.append(seen)
-            watcher = threading.Thread(target=sample, daemon=True)
-            watcher.start()
-
-            def count():  # while it waits, alive, for the word to end
-                ended.set()
-                watcher.join()
-                used.append(tree_cpu(pid))
-            try:
-                reply = converse(process, stop, wire.dumps(spec), answer, rules.wall(cpu), line=LINE,
-                                 on_results=count)
-            finally:
-                ended.set()
-                watcher.join()
-    if reply is not None and not isinstance(reply, wire.Unreadable) and (not used or used[-1] is None):
-        raise Refused(f"the {mode} process ended before its CPU time could be read")
-    return reply, max([u for u in used if u is not None], default=0.0)
 
 
 def _encode_ids(ids: np.ndarray, vocab_size: int) -> dict:
@@ -176,12 +146,12 @@ def _results(reply, what: str) -> dict:
     return reply
 
 
-def _train(run: Run, code: str, train_ids, vocab_size: int, rules: Rules, isolate: bool) -> dict:
+def _train(run: Run, code: str, train_ids, vocab_size: int, rules: Rules, isolate: bool, starts: Starts) -> dict:
     """Train in the sandbox (filling ``run``'s cpu, curve and params); the weights, decoded."""
     spec = {"code": code, "seed": run.seed, "budget": rules.budget, "vocab_size": vocab_size,
             "train": _encode_ids(train_ids, vocab_size)}
-    limit = rules.budget + rules.startup + rules.grace
-    reply, run.cpu = _process(rules, "train", spec, cpu=limit, isolate=isolate)
+    limit = rules.train_limit
+    reply, run.cpu = process.run("train", spec, None, limit, rules.wall(limit), rules.memory, starts, isolate)
     if reply is None and run.cpu >= limit - 1.0:
         raise Refused(f"training ran past its CPU limit ({limit:.0f} s) and was stopped: the budget is "
                       f"{rules.budget:.0f} CPU seconds (and {rules.startup:.0f} to start), counted in every "
@@ -211,15 +181,23 @@ def _train(run: Run, code: str, train_ids, vocab_size: int, rules: Rules, isolat
         raise Refused(f"the trained model's state could not be read: {err}"[:300]) from None
     if not all(np.isfinite(a).all() for a in decoded.values()):
         raise Refused("the trained model's weights hold NaN or infinity")
-    curve = results.get("curve")
-    if isinstance(curve, list) and len(curve) <= 10_000:
-        run.curve = [(float(p[0]), float(p[1])) for p in curve
-                     if isinstance(p, list) and len(p) == 2 and all(type(v) in (int, float) for v in p)]
+    run.curve = curve_points(results.get("curve"), limit)
     return decoded
 
 
+def curve_points(curve, limit: float) -> list[tuple[float, float]]:
+    """The points (CPU seconds, bits per character) of a training curve as it came: the entry's
+    word, only drawn, so what is not a pair of numbers on the plot (0 to ``limit`` seconds, 0 to
+    ``MAX_BITS`` bits) is left out (matplotlib cannot draw 1.7e308)."""
+    if not isinstance(curve, list) or len(curve) > 10_000:
+        return []
+    return [(float(p[0]), float(p[1])) for p in curve
+            if isinstance(p, (list, tuple)) and len(p) == 2 and all(type(v) in (int, float) for v in p)
+            and 0 <= p[0] <= limit and 0 <= p[1] <= MAX_BITS]
+
+
 def _scores(code: str, weights: dict, vocab_size: int, inputs: np.ndarray, rules: Rules,
-            isolate: bool, seeds: tuple = ()) -> np.ndarray:
+            isolate: bool, starts: Starts, seeds: tuple = ()) -> np.ndarray:
     """The entry's logits (n, CONTEXT, vocab_size) on ``inputs`` (n, CONTEXT), each window sent
     once the one before has its logits here; ``seeds``: two seeds the model is first built
     under, which must give two models (an entry that fixes its own seed is refused)."""
@@ -239,7 +217,8 @@ def _scores(code: str, weights: dict, vocab_size: int, inputs: np.ndarray, rules
         return {"window": _encode_ids(inputs[len(sent) - 1], vocab_size)}
     spec = {"code": code, "vocab_size": vocab_size, "weights": {k: encode_array(v) for k, v in weights.items()},
             "seeds": list(seeds)}
-    reply, _ = _process(rules, "score", spec, answer, cpu=rules.score_seconds + rules.startup, isolate=isolate)
+    cpu = rules.score_seconds + rules.startup
+    reply, _ = process.run("score", spec, answer, cpu, rules.wall(cpu), rules.memory, starts, isolate)
     if problems:
         raise Refused(problems[0])
     _results(reply, "scoring")
@@ -257,9 +236,21 @@ def _logits(data, vocab_size: int) -> np.ndarray | str:
     if a is None or a.shape != (CONTEXT, vocab_size) or a.dtype.kind != "f":
         shape = None if a is None else a.shape
         return f"the model returned logits of shape {shape} for a window; the race needs ({CONTEXT}, {vocab_size}) floats"
+    with np.errstate(over="ignore"):  # first: a float128 finite in its own type may not be in this one
+        a = a.astype(np.float64)
     if not np.isfinite(a).all():
         return "the model's logits hold NaN or infinity"
-    return a.astype(np.float64)
+    return a
+
+
+def _bits(logits: np.ndarray, targets: np.ndarray) -> float:
+    """``bits_per_char`` of the entry's logits, or ``Refused`` where it is no number to rank."""
+    with np.errstate(over="ignore", invalid="ignore"):  # told below, in words
+        bits = bits_per_char(logits, targets)
+    if not bits <= MAX_BITS:  # NaN too
+        raise Refused(f"the model's logits give {bits:.3g} bits per character, more than the {MAX_BITS:g} "
+                      "the race can rank (a uniform guess gives about 6): logits that large are broken")
+    return bits
 
 
 def probes(scored: np.ndarray, spare: np.ndarray, seed: int, n: int) -> list[tuple[int, int, np.ndarray]]:
@@ -280,7 +271,7 @@ def probes(scored: np.ndarray, spare: np.ndarray, seed: int, n: int) -> list[tup
     return out
 
 
-def _check_causal(code, weights, vocab_size, scored, spare, logits, seed, rules, isolate) -> None:
+def _check_causal(code, weights, vocab_size, scored, spare, logits, seed, rules, isolate, starts) -> None:
     """``Refused`` when a probe's logits at positions 0..t differ from the scored window's, or
     when a scored window sent again last (``echo``) gets other logits there than when it was scored."""
     made = probes(scored, spare, seed, rules.checks)
@@ -288,7 +279,7 @@ def _check_causal(code, weights, vocab_size, scored, spare, logits, seed, rules,
         return
     echo = 1 + int(np.random.default_rng(seed + 1).integers(0, len(scored) - 1)) if len(scored) > 1 else 0
     inputs = np.stack([p[2] for p in made] + [scored[echo, :CONTEXT]])
-    again = _scores(code, weights, vocab_size, inputs, rules, isolate)
+    again = _scores(code, weights, vocab_size, inputs, rules, isolate, starts)
     for (i, t, _), probe in zip(made, again):
         kept, seen = logits[i, :t + 1], probe[:t + 1]
         if not np.allclose(kept, seen, rtol=CAUSAL_TOLERANCE, atol=CAUSAL_TOLERANCE):

@@ -1,102 +1,38 @@
 """The class race: entries trained in the sandbox under a CPU budget, scored on text they never
-saw, and ranked; every way to cheat that we could think of fails and is named.
+saw, and ranked; every way to cheat or to break the grader that we could think of fails and is named.
 
-One class is raced once (``raced``): the course's entry, an honest learner, and one learner per
-attack, on small generated texts with a budget of a few CPU seconds; the tests read that run.
+One class is raced once (``raced``): the course's entry, an honest learner, one learner per
+attack (``race_entries.ATTACKS``), and one whose sandbox fails to start (a fault of the
+grader's, injected), on small generated texts with a budget of a few CPU seconds; the tests
+read that run.
 """
 from __future__ import annotations
 
 import csv
+import errno
+import json
 import math
 import subprocess
 import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
 import numpy as np
 import pytest
 
+from autograder.kernel.transport import encode_array
 from autograder.pipeline.sandbox import isolation
-from autograder.race import board
+from autograder.race import board, leaderboard, process, verify
 from autograder.race.heldout import Unseen, seen_by_sandbox, texts
-from autograder.race.leaderboard import ENTRY_ID, entry_source, race
-from autograder.race.verify import Rules, Run, probes, split_heldout
+from autograder.race.leaderboard import entry_source, race, summary
+from autograder.race.verify import MAX_BITS, Run, probes, split_heldout
 from course_lib.data import generated_text
 from course_lib.race import CONTEXT, RECIPE_KEYS, recipe_of
+from race_entries import ATTACKS, RULES, SMALL, UNLUCKY, notebook
 
 REPO = Path(__file__).resolve().parents[3]
-RULES = Rules(budget=2.0, seeds=1, windows=12, checks=4, startup=8.0, grace=4.0, params=400_000,
-              score_seconds=60.0)
-SMALL = '''
-import torch
-from course_lib.transformer import GPT, GPTConfig
-
-
-def build(vocab_size):
-    return GPT(GPTConfig(vocab_size=vocab_size, block_size=128, d_model=32, n_heads=2, n_layers=1))
-
-
-RECIPE = {"lr": 1e-2, "batch_size": 8, "block_size": 32}
-'''
-PEEK = '''
-import torch
-
-
-class Peek(torch.nn.Module):
-    """Predicts position t from the character at t + 1: perfect, and not causal."""
-    def __init__(self, vocab_size):
-        super().__init__()
-        self.table = torch.nn.Embedding(vocab_size, vocab_size)
-
-    def forward(self, idx):
-        return self.table(torch.roll(idx, -1, dims=1))
-
-
-def build(vocab_size):
-    return Peek(vocab_size)
-
-
-RECIPE = {"lr": 0.1, "batch_size": 8, "block_size": 32}
-'''
-ATTACKS = {  # learner id -> (entry source, words its reason must hold; None: ranked, not refused)
-    "ada": (SMALL, None),
-    "peek": (PEEK, "not causal"),
-    "slowclock": ("import time\nimport course_lib.race as race\n"  # the budget's clock made to run slow
-                  "race.train_entry.__defaults__ = (0, lambda: time.process_time() / 10)\n" + SMALL, "CPU seconds"),
-    "atimport": ("import time\nend = time.process_time() + 15\nwhile time.process_time() < end:\n    pass\n"  # precomputed
-                 + SMALL, "CPU seconds"),
-    "child": ("import subprocess\nsubprocess.run(['true'])\n" + SMALL, "raised while training"),
-    "giant": (SMALL.replace("d_model=32, n_heads=2, n_layers=1", "d_model=200, n_heads=2, n_layers=1"),
-              "the race allows 400,000"),
-    "forged": (SMALL.replace("def build(vocab_size):\n", "def build(vocab_size):\n    torch.manual_seed(7)\n"),
-               "sets its own seed"),
-    "nan": (SMALL.replace("RECIPE =", "class Odd(torch.nn.Module):\n    def __init__(self, inner):\n"
-                          "        super().__init__()\n        self.inner = inner\n\n    def forward(self, idx):\n"
-                          "        out = self.inner(idx)[0]\n        return out if self.training else out * float('nan')\n\n\n"
-                          "_plain = build\nbuild = lambda v: Odd(_plain(v))\n\n\nRECIPE ="), "NaN"),
-    "junk": ("def build(vocab_size):\n    return 42\n", "not a torch.nn.Module"),
-    # logits kept from the first window scored and returned for every later one: what the probes'
-    # fresh process returns differs
-    "cached": (SMALL.replace("RECIPE =", "class Kept(torch.nn.Module):\n    def __init__(self, inner):\n"
-                             "        super().__init__()\n        self.inner, self.kept = inner, None\n\n"
-                             "    def forward(self, idx):\n        out = self.inner(idx)[0]\n"
-                             "        if self.training:\n            return out\n"
-                             "        self.kept = out if self.kept is None else self.kept\n        return self.kept\n\n\n"
-                             "_plain = build\nbuild = lambda v: Kept(_plain(v))\n\n\nRECIPE ="), ("not causal", "same window")),
-    # torch.compile's workers are processes, which the sandbox refuses: it raises, or its work
-    # (done in this process instead) counts against the budget
-    "compiled": (SMALL.replace("def build(vocab_size):\n    return GPT(", "def build(vocab_size):\n    return torch.compile(GPT(")
-                 .replace("n_layers=1))", "n_layers=1)))"), ("raised while training", "CPU")),
-}
-
-
-def _notebook(path: Path, source: str) -> Path:
-    cell = nbformat.v4.new_code_cell(source, metadata={"nbgrader": {"grade_id": ENTRY_ID, "solution": True,
-                                                                     "grade": False, "locked": False}})
-    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# GPT"), cell]), path)
-    return path
-
-
 @pytest.fixture(scope="module")
 def raced(tmp_path_factory):
     """The class of ``ATTACKS`` raced once, with the course's entry; (board, 5-gram line, out, held-out)."""
@@ -113,11 +49,35 @@ def raced(tmp_path_factory):
     folder = top / "submissions"
     folder.mkdir()
     for name, (source, _) in entries.items():
-        _notebook(folder / f"{name}.ipynb", source)
+        notebook(folder / f"{name}.ipynb", source)
     (folder / "empty.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook()))
     out = top / "out"
-    ranked, line = race("06_gpt", folder, out, RULES, heldout, jobs=2, train_text=generated_text(40_000))
+    with unlucky_sandbox() as unlucky:
+        ranked, line = race("06_gpt", folder, out, RULES, heldout, jobs=2, train_text=generated_text(40_000))
+    assert unlucky == [UNLUCKY] * RULES.seeds  # the fault struck that entry alone, at its first start
     return {s.name: s for s in ranked}, ranked, line, out, entries
+
+
+@contextmanager
+def unlucky_sandbox(strikes=lambda code: code == UNLUCKY):
+    """Within it, starting a race's sandbox raises ``OSError(EMFILE)``, as a file descriptor limit
+    would, for each entry whose source ``strikes``; it gives the list of the sources struck."""
+    thread, struck, real_verify = threading.local(), [], leaderboard.verify
+
+    def verify(code, *args, **kwargs):  # which entry this thread's sandboxes are for
+        thread.code = code
+        return real_verify(code, *args, **kwargs)
+
+    class Sandbox(process.Sandbox):
+        def __init__(self, *args, **kwargs):
+            if strikes(thread.code):
+                struck.append(thread.code)
+                raise OSError(errno.EMFILE, "Too many open files")
+            super().__init__(*args, **kwargs)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(leaderboard, "verify", verify)
+        patch.setattr(process, "Sandbox", Sandbox)
+        yield struck
 
 
 def test_every_attack_is_ranked_nowhere_with_its_reason_and_honest_entries_are_ranked(raced):
@@ -156,15 +116,48 @@ def test_the_board_is_written_offline_and_escaped(raced):
     assert (out / "runs" / "ada.json").exists() and (out / ".race_key").stat().st_mode & 0o077 == 0
 
 
-def test_a_second_run_resumes_from_the_kept_runs(raced, tmp_path):
+def test_a_sandbox_that_did_not_start_costs_that_entry_alone_and_says_whose_fault_it_was(raced):
+    standings, ranked, line, out, _ = raced
+    unlucky = standings["unlucky"]
+    assert unlucky.rank is None and [r.grader_fault for r in unlucky.runs] == [True] * RULES.seeds
+    assert "the grader could not run the train process (OSError: [Errno 24] Too many open files)" in unlucky.reason
+    assert "not the entry's doing" in unlucky.reason
+    assert not [s.name for s in ranked if s is not unlucky and any(r.grader_fault for r in s.runs)]
+    assert all(r["grader_fault"] for r in json.loads((out / "runs" / "unlucky.json").read_text())["runs"])
+    assert "the next race runs it again" in (out / "feedback" / "unlucky.html").read_text()
+    assert summary(ranked, line).endswith("1 entry could not be run to the end through no doing of theirs "
+                                          "(the sandbox did not start): run the same command again to run them")
+
+
+def test_numbers_too_large_for_the_board_are_refused_and_left_off_its_plots(raced):
+    standings, _, _, out, _ = raced
+    assert standings["overflow"].runs[0].curve == []  # every point was at 1.7e308 bits
+    assert all(0 <= bits <= MAX_BITS for s in standings.values() for r in s.runs for _, bits in r.curve)
+    assert standings["ada"].runs[0].curve  # an honest curve is kept
+    assert "data:image/png" in (out / "feedback" / "overflow.html").read_text()
+
+
+def test_logits_finite_only_in_a_wider_float_are_refused():
+    wide = np.full((CONTEXT, 5), np.longdouble("1e4000"))
+    if not np.isfinite(wide).all():
+        pytest.skip("this machine's long double is no wider than a double")
+    assert "NaN or infinity" in verify._logits(encode_array(wide), 5)
+    assert verify._logits(encode_array(np.ones((CONTEXT, 5), np.float16)), 5).dtype == np.float64
+
+
+def test_a_second_run_resumes_from_the_kept_runs_and_runs_again_what_did_not_start(raced, tmp_path):
     _, ranked, _, out, entries = raced
     folder = tmp_path / "again"
     folder.mkdir()
-    _notebook(folder / "ada.ipynb", entries["ada"][0])
+    notebook(folder / "ada.ipynb", entries["ada"][0])
+    notebook(folder / "unlucky.ipynb", UNLUCKY)
     before = (out / "runs" / "ada.json").read_text()
-    again, _ = race("06_gpt", folder, out, RULES, Path(out.parent / "unseen.txt"), train_text=generated_text(40_000))
+    with unlucky_sandbox(lambda code: True) as struck:  # any start fails now: only a seed run again starts one
+        again, _ = race("06_gpt", folder, out, RULES, Path(out.parent / "unseen.txt"),
+                        train_text=generated_text(40_000))
     assert (out / "runs" / "ada.json").read_text() == before  # not trained again
-    assert {s.name for s in again} == {"ada", board.BASELINE}
+    assert struck == [UNLUCKY] * RULES.seeds  # the seed whose sandbox did not start is tried again
+    assert {s.name for s in again} == {"ada", "unlucky", board.BASELINE}
 
 
 # --- without the sandbox: the parts ----------------------------------------------------------
@@ -218,7 +211,7 @@ def test_held_out_text_where_the_sandbox_can_read_it_is_refused(tmp_path):
 
 
 def test_the_entry_cell_is_found_by_its_id(tmp_path):
-    nb = _notebook(tmp_path / "x.ipynb", SMALL)
+    nb = notebook(tmp_path / "x.ipynb", SMALL)
     assert entry_source(nb) == SMALL
 
 
@@ -240,7 +233,7 @@ def test_a_learner_races_their_own_notebook(raced, tmp_path):
     """``autograder leaderboard 06_gpt gpt.ipynb``: one notebook, raced as "you" beside the course's entry
     (kept from the class run: the same entry, rules and texts)."""
     _, _, _, out, entries = raced
-    mine = _notebook(tmp_path / "gpt.ipynb", entries["ada"][0])
+    mine = notebook(tmp_path / "gpt.ipynb", entries["ada"][0])
     ranked, _ = race("06_gpt", mine, out, RULES, Path(out.parent / "unseen.txt"), train_text=generated_text(40_000))
     assert [s.name for s in ranked if s.rank] and {s.name for s in ranked} == {"you", board.BASELINE}
     assert (out / "feedback" / "you.html").exists()
