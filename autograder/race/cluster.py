@@ -2,8 +2,8 @@
 
 Each (entry, seed) is one task: a worker runs ``verify`` on it, in the worker's own sandboxes,
 exactly as ``--jobs`` does here, and sends back the ``Run`` as plain data (a dict of numbers and
-text). The texts go to the workers once (scattered), the race's key never: the seeds travel
-drawn. The instructor's process checks each answer again (``checked``) before it keeps it: an
+text). The texts go to the workers once (scattered), the race's key never: the drawn
+seeds travel. The instructor's process checks each answer again (``checked``) before it keeps it: an
 answer for another seed, a score or CPU time the rules do not allow, or anything that is not a
 run's plain data counts as the grader's fault, as does a task the cluster lost (a worker that
 died too often, a lost connection): the entry is ranked nowhere this time, and the next race

@@ -31,7 +31,10 @@ RANDOM_SEED = re.compile(
     r"(?i)\b(?:a|the same|other|fixed|secret|public|random|torch)[ -]seed(?:s|ed)?\b"
     r"|``seeds?``|\bseed\s*=|\bseed\)"
     # the class race's: counted or owned seeds (three seeds, per seed, its own seed), a key or flag
-    r"|(?i:\b(?:one|two|three|few|\d+|per|each|every|own|its|race|entry's)\s+seeds?\b)|[\"']seeds?[\"']|--seeds\b")
+    r"|(?i:\b(?:one|two|three|few|\d+|per|each|every|own|its|race|race's|entry's|that|those|another|drawn)"
+    r"\s+seeds?\b)|[\"']seeds?[\"']|--seeds\b"
+    # in code: the seed a run answered for, a function of the seeds
+    r"|\bseeds?\s*[{)]|\bseed\s+``seed``|\.seed\b")
 
 BARE = {
     "lecture notebook without its title": r"lecture notebook(?! \*?Deep Learning, Week 7: Transformers)",
