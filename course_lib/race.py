@@ -132,13 +132,18 @@ def windows(ids: np.ndarray, n: int | None = None) -> np.ndarray:
     return np.stack([ids[i * CONTEXT: i * CONTEXT + CONTEXT + 1] for i in range(count)])
 
 
-def bits_per_char(logits: np.ndarray, targets: np.ndarray) -> float:
-    """Mean cross-entropy in bits of ``logits`` (N, T, vocab_size) against ``targets`` (N, T)."""
+def window_bits(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Cross-entropy in bits of each window, (N,): ``logits`` (N, T, vocab_size) against ``targets`` (N, T)."""
     z = np.asarray(logits, dtype=np.float64)
     z = z - z.max(axis=-1, keepdims=True)
     logp = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
     picked = np.take_along_axis(logp, np.asarray(targets)[..., None], axis=-1)[..., 0]
-    return float(-picked.mean() / math.log(2))
+    return -picked.mean(axis=-1) / math.log(2)
+
+
+def bits_per_char(logits: np.ndarray, targets: np.ndarray) -> float:
+    """Mean cross-entropy in bits of ``logits`` (N, T, vocab_size) against ``targets`` (N, T)."""
+    return float(window_bits(logits, targets).mean())  # windows of one length: the mean of theirs
 
 
 @torch.no_grad()

@@ -53,6 +53,24 @@ WAY_OUT = ("import os, stat, time\n"
            "    return stat.S_ISFIFO(st.st_mode) and st.st_ino != os.fstat(0).st_ino\n"
            "out = next(fd for fd in range(3, 64) if _out(fd))\n")
 UNLUCKY = "# its sandbox does not start (a fault the test injects)\n" + SMALL
+# Its own seeds, set only in the training process, where the scoring process's check of seeds
+# (two seeds must build two models) cannot see them; a learning rate by the step, not the clock,
+# and ten steps of learning, then none: every run of it is the same run, whatever the race's seed.
+SAME_EVERY_SEED = ("import sys\nimport numpy\nimport torch\nimport course_lib.race as race\n"
+                   "if sys.argv[1] == 'train':\n    _rng = numpy.random.default_rng\n"
+                   "    numpy.random.default_rng = lambda seed=None: _rng(7)\n"
+                   "    race.lr_at = lambda progress, recipe: 1e-2\n"
+                   + SMALL.replace("RECIPE =", "class Stops(torch.nn.Module):\n"
+                                   "    def __init__(self, inner):\n        super().__init__()\n"
+                                   "        self.inner, self.steps = inner, 0\n"
+                                   "        self.still = torch.nn.Parameter(torch.zeros(()))\n\n"
+                                   "    def forward(self, idx):\n        out = self.inner(idx)[0]\n"
+                                   "        if not self.training:\n            return out\n"
+                                   "        self.steps += 1\n"
+                                   "        return out if self.steps <= 10 else out.detach() + 0 * self.still\n\n\n"
+                                   "_plain = build\n\n\ndef build(vocab_size):\n"
+                                   "    if sys.argv[1] == 'train':\n        torch.manual_seed(7)\n"
+                                   "    return Stops(_plain(vocab_size))\n\n\nRECIPE ="))
 ATTACKS = {  # learner id -> (entry source, words its reason must hold; None: ranked, not refused)
     "ada": (SMALL, None),
     "peek": (PEEK, "not causal"),

@@ -407,10 +407,10 @@ def tree_cpu(pid: int) -> float | None:
         try:
             with open(f"/proc/{entry}/stat") as f:  # "pid (name) state ppid ...": the name may hold spaces
                 fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # ended meanwhile
-        parents[int(entry)] = int(fields[1])
-        times[int(entry)] = sum(int(v) for v in fields[11:15])  # utime stime cutime cstime, in ticks
+            parent, ticks = int(fields[1]), sum(int(v) for v in fields[11:15])  # utime stime cutime cstime
+        except (OSError, IndexError, ValueError):
+            continue  # ended meanwhile: its file gone, or read empty or cut while it went
+        parents[int(entry)], times[int(entry)] = parent, ticks
     if pid not in times:
         return None
     tree, grew = {pid}, True

@@ -57,6 +57,10 @@ def checked(answer, seed: int, rules: Rules) -> Run:
     if run.reason is None and not (number(run.bpc) and 0 <= run.bpc <= MAX_BITS and run.params <= rules.params
                                    and run.cpu <= rules.budget + rules.startup):
         return refused("a score, a size or a CPU time the rules do not allow")
+    if not isinstance(run.windows, list) or len(run.windows) > rules.windows \
+            or not all(number(v) and 0 <= v <= MAX_BITS for v in run.windows) \
+            or run.reason is None and not (run.windows and abs(sum(run.windows) / len(run.windows) - run.bpc) <= 1e-5):
+        return refused("its windows' scores are not what a run holds, or not the score's")
     run.curve = curve_points(run.curve, rules.train_limit)
     run.bpc = run.bpc if run.reason is None else None
     return run

@@ -19,7 +19,7 @@ import json
 import os
 import secrets
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
@@ -31,7 +31,7 @@ from autograder.pipeline.skim import Cut, Limits, Unreadable, skim
 from autograder.race import board
 from autograder.race.heldout import Texts, texts
 from autograder.race.process import Starts
-from autograder.race.verify import Rules, Run, seeds_for, split_heldout, verify
+from autograder.race.verify import Rules, Run, same_model, seeds_for, split_heldout, verify
 from course_lib.ngram import NgramLM
 from course_lib.race import BASELINE, bits_per_char
 
@@ -98,9 +98,12 @@ def _texts_digest(data: Texts) -> str:
     return h.hexdigest()
 
 
+KEPT = "runs with each window's bits"  # what runs/ holds; a change runs every kept entry again
+
+
 def _digest(code: str, rules: Rules, texts_digest: str) -> str:
     h = hashlib.sha256()
-    for part in (code, json.dumps(asdict(rules), sort_keys=True), texts_digest):
+    for part in (KEPT, code, json.dumps(asdict(rules), sort_keys=True), texts_digest):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
 
@@ -126,12 +129,16 @@ def _standing(name: str, code: str | None, why: str | None, texts_digest: str, r
     earlier = {r.seed: r for r in _kept(kept, digest) if not r.grader_fault}
     seeds = seeds_for(key, name, rules.seeds)
     if all(seed in earlier for seed in seeds):
-        return board.Standing(name, [earlier[seed] for seed in seeds])
-    now = runs_of(code, [seed for seed in seeds if seed not in earlier])
-    runs = [earlier[seed] if seed in earlier else now.pop(0) for seed in seeds]
-    tmp = kept.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"digest": digest, "runs": [asdict(r) for r in runs]}))
-    tmp.replace(kept)
+        runs = [earlier[seed] for seed in seeds]
+    else:
+        now = runs_of(code, [seed for seed in seeds if seed not in earlier])
+        runs = [earlier[seed] if seed in earlier else now.pop(0) for seed in seeds]
+        tmp = kept.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"digest": digest, "runs": [asdict(r) for r in runs]}))
+        tmp.replace(kept)
+    alike = same_model(runs)  # kept as they ran; judged on every reading
+    if alike:
+        runs = [replace(r, bpc=None, reason=alike) if r.reason is None else r for r in runs]
     return board.Standing(name, runs)
 
 

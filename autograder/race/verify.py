@@ -20,6 +20,11 @@ For each seed of an entry (its source: ``build`` and ``RECIPE``, see ``course_li
    comes one scored window again, whose logits must be the same as when it was scored (a model
    that carries something from window to window gives others there).
 
+Last, once every seed has run (``same_model``, called by the leaderboard): two seeds whose
+scores of every held-out window agree within ``SAME_MODEL`` are one model, and the entry counts for
+nothing. That check reads only the logits the entry was scored by, so nothing in its sandboxes
+can tell it apart from scoring, unlike the scoring process's own check of two seeds.
+
 The weights are checked as they cross (names, shapes, finite numbers) and counted against the
 parameter cap, the score must be a number the board can rank (``MAX_BITS``), and only points of
 the curve that lie on its plot are kept; what the entry's code raises, a budget overrun, a crash
@@ -39,7 +44,7 @@ from autograder.kernel import wire
 from autograder.kernel.transport import decode_array, encode_array
 from autograder.race import process
 from autograder.race.process import Fault, Refused, Starts
-from course_lib.race import BUDGET, CONTEXT, PARAMS, WINDOWS, bits_per_char, windows
+from course_lib.race import BUDGET, CONTEXT, PARAMS, WINDOWS, window_bits, windows
 
 MAX_WEIGHTS = 4096   # arrays in an entry's state
 MAX_NAME = 200       # characters of an array's name
@@ -47,6 +52,10 @@ CAUSAL_TOLERANCE = 1e-4  # of a logit, relative to its size (the same inputs giv
 # bits per character past which a score or a point of a curve is no number the board can compare or
 # draw (a uniform guess over the course's characters gives about 6); beyond it Python's floats overflow
 MAX_BITS = 1000.0
+# bits per character within which two seeds' scores of every window agree when the entry's result
+# does not depend on the race's random seed (two random seeds of the course's entry differ by
+# 10-100 times more on most windows; the same model run twice, by nothing)
+SAME_MODEL = 1e-3
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,7 @@ class Run:
     cpu: float = 0.0              # CPU seconds of the training sandbox, as the system counted them
     params: int = 0
     curve: list = field(default_factory=list)  # (CPU seconds, training bits per character)
+    windows: list = field(default_factory=list)  # bits per character of each scored window, in order
     reason: str | None = None
     grader_fault: bool = False    # the reason is the grader's (a ``Fault``): the next race runs it again
 
@@ -109,7 +119,7 @@ def verify(code: str, train_ids: np.ndarray, heldout: np.ndarray, vocab_size: in
             weights = _train(run, code, train_ids, vocab_size, rules, isolate, starts)
             logits = _scores(code, weights, vocab_size, scored[:, :-1], rules, isolate, starts,
                              seeds=(seed, seed ^ 0x5EED))
-            run.bpc = _bits(logits, scored[:, 1:])
+            run.bpc, run.windows = _bits(logits, scored[:, 1:])
             _check_causal(code, weights, vocab_size, scored, spare, logits, seed, rules, isolate, starts)
         except Refused as why:
             run.bpc, run.reason, run.grader_fault = None, str(why), isinstance(why, Fault)
@@ -243,14 +253,33 @@ def _logits(data, vocab_size: int) -> np.ndarray | str:
     return a
 
 
-def _bits(logits: np.ndarray, targets: np.ndarray) -> float:
-    """``bits_per_char`` of the entry's logits, or ``Refused`` where it is no number to rank."""
+def _bits(logits: np.ndarray, targets: np.ndarray) -> tuple[float, list[float]]:
+    """(bits per character of the entry's logits, each window's), or ``Refused`` where they are
+    no numbers to rank."""
     with np.errstate(over="ignore", invalid="ignore"):  # told below, in words
-        bits = bits_per_char(logits, targets)
-    if not bits <= MAX_BITS:  # NaN too
+        each = window_bits(logits, targets)
+        bits = float(each.mean())
+    if not bits <= MAX_BITS or not np.all(each <= MAX_BITS):  # NaN too
         raise Refused(f"the model's logits give {bits:.3g} bits per character, more than the {MAX_BITS:g} "
                       "the race can rank (a uniform guess gives about 6): logits that large are broken")
-    return bits
+    return bits, [round(float(b), 7) for b in each]
+
+
+def same_model(runs: list[Run]) -> str | None:
+    """Why ``runs`` (one entry's, a seed each) count for nothing where two seeds scored every
+    window alike (within ``SAME_MODEL``): the entry's result does not depend on the race's random
+    seed, so the spread over its random seeds says nothing and the entry may have picked its luck. Read from the
+    logits each run was scored by, here, after every sandbox has ended: the entry cannot tell
+    this check from its scoring. None where no two seeds agree so."""
+    scored = [r for r in runs if r.reason is None and r.windows]
+    for i, a in enumerate(scored):
+        for b in scored[i + 1:]:
+            if len(a.windows) == len(b.windows) and \
+                    max(abs(x - y) for x, y in zip(a.windows, b.windows)) <= SAME_MODEL:
+                return (f"random seeds {a.seed} and {b.seed} scored every held-out window alike (within "
+                        f"{SAME_MODEL:g} bits): the entry's result does not depend on the race's seed "
+                        "(its own torch.manual_seed, or its own batch order); the race draws the random seeds")
+    return None
 
 
 def probes(scored: np.ndarray, spare: np.ndarray, seed: int, n: int) -> list[tuple[int, int, np.ndarray]]:

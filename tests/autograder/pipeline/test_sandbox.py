@@ -117,3 +117,28 @@ def test_a_root_graders_scratch_tmpfs_is_the_kernels_alone_and_goes_with_the_san
     finally:
         box.close()
     assert not box.root.exists()
+
+
+def test_the_cpu_count_of_a_tree_survives_a_process_that_goes_while_it_is_read(monkeypatch):
+    """A process ending while ``/proc`` is walked can leave a stat file that reads empty or cut;
+    that one is left out of the count, the rest are counted, and nothing is raised."""
+    import builtins
+    import io
+
+    from autograder.pipeline import sandbox
+
+    me = os.getpid()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        real_open = builtins.open
+        ruined = {f"/proc/{child.pid}/stat": "", f"/proc/{os.getppid()}/stat": f"{os.getppid()} (cut"}
+
+        def open_(path, *args, **kwargs):
+            return io.StringIO(ruined[path]) if path in ruined else real_open(path, *args, **kwargs)
+
+        monkeypatch.setattr(sandbox, "open", open_, raising=False)
+        assert sandbox.tree_cpu(me) is not None and sandbox.tree_cpu(me) >= 0
+        assert sandbox.tree_cpu(child.pid) is None  # read empty: as if it had gone
+    finally:
+        child.kill()
+        child.wait()

@@ -69,14 +69,20 @@ def test_a_race_on_the_cluster_runs_on_its_workers_and_runs_again_what_it_lost(t
 
 
 def test_a_workers_answer_is_kept_only_for_its_own_seed_and_within_the_rules():
-    good = asdict(Run(7, bpc=1.5, cpu=3.0, params=100, curve=[(1.0, 2.0), (1.0, 1.7e308)]))
-    assert checked(good, 7, RULES) == Run(7, bpc=1.5, cpu=3.0, params=100, curve=[(1.0, 2.0)])
+    good = asdict(Run(7, bpc=1.5, cpu=3.0, params=100, curve=[(1.0, 2.0), (1.0, 1.7e308)], windows=[1.4, 1.6]))
+    assert checked(good, 7, RULES) == Run(7, bpc=1.5, cpu=3.0, params=100, curve=[(1.0, 2.0)], windows=[1.4, 1.6])
     refused = checked({**good, "bpc": None, "reason": "the model is not causal"}, 7, RULES)
     assert refused.reason == "the model is not causal" and not refused.grader_fault  # the entry's, kept
     for bad, why in (({**good, "seed": 8}, "for seed 8"), ("a run", "not a run"), ({**good, "extra": 1}, "not a run"),
                      ({**good, "bpc": float("nan")}, "rules do not allow"), ({**good, "bpc": 5000.0}, "rules do not allow"),
                      ({**good, "cpu": RULES.budget + RULES.startup + 1}, "rules do not allow"),
                      ({**good, "params": RULES.params + 1}, "rules do not allow"), ({**good, "cpu": -1.0}, "CPU time"),
-                     ({**good, "grader_fault": True}, "fault"), ({**good, "reason": "x" * 5000}, "not a sentence")):
+                     ({**good, "grader_fault": True}, "fault"), ({**good, "reason": "x" * 5000}, "not a sentence"),
+                     # each window's bits: what the check of the seeds against each other reads
+                     ({**good, "windows": []}, "windows' scores"), ({**good, "windows": [1.5, "2"]}, "windows' scores"),
+                     ({**good, "windows": [1.5] * (RULES.windows + 1)}, "windows' scores"),
+                     ({**good, "windows": [1.5, float("inf")]}, "windows' scores"),
+                     ({**good, "windows": {"a": 1}}, "windows' scores"),
+                     ({**good, "windows": [1.0, 1.2]}, "not the score's")):
         run = checked(bad, 7, RULES)
         assert run.seed == 7 and run.grader_fault and run.bpc is None and why in run.reason, (bad, run.reason)

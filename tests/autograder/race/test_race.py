@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
@@ -27,10 +28,10 @@ from autograder.pipeline.sandbox import isolation
 from autograder.race import board, leaderboard, process, verify
 from autograder.race.heldout import Unseen, seen_by_sandbox, texts
 from autograder.race.leaderboard import entry_source, race, summary
-from autograder.race.verify import MAX_BITS, Run, probes, split_heldout
+from autograder.race.verify import MAX_BITS, SAME_MODEL, Run, probes, same_model, split_heldout
 from course_lib.data import generated_text
 from course_lib.race import CONTEXT, RECIPE_KEYS, recipe_of
-from race_entries import ATTACKS, RULES, SMALL, UNLUCKY, notebook
+from race_entries import ATTACKS, RULES, SAME_EVERY_SEED, SMALL, UNLUCKY, notebook
 
 REPO = Path(__file__).resolve().parents[3]
 @pytest.fixture(scope="module")
@@ -160,7 +161,46 @@ def test_a_second_run_resumes_from_the_kept_runs_and_runs_again_what_did_not_sta
     assert {s.name for s in again} == {"ada", "unlucky", board.BASELINE}
 
 
+def test_an_entry_whose_every_seed_is_the_same_run_is_told_so_after_its_sandboxes_end(tmp_path):
+    """Two random seeds each (the class race's fixture has one): the course's entry, whose seeds
+    give two models, is ranked; ``SAME_EVERY_SEED`` passes the scoring process's own check of
+    seeds, and is refused on the logits it was scored by, read here."""
+    if not isolation()[0]:
+        pytest.skip("the race runs entries in the sandbox (bubblewrap)")
+    heldout = tmp_path / "unseen.txt"
+    heldout.write_text(generated_text(12_000, seed=99))
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    notebook(folder / "same.ipynb", SAME_EVERY_SEED)
+    two = replace(RULES, seeds=2)
+    ranked, _ = race("06_gpt", folder, tmp_path / "out", two, heldout, jobs=2, train_text=generated_text(40_000))
+    standings = {s.name: s for s in ranked}
+    same, course = standings["same"], standings[board.BASELINE]
+    assert course.reason is None and course.rank is not None and len(course.scores) == 2
+    a, b = course.runs
+    assert max(abs(x - y) for x, y in zip(a.windows, b.windows)) > 30 * SAME_MODEL  # honest seeds: far apart
+    assert same.rank is None and "does not depend on the race's seed" in same.reason, same.reason
+    assert all("sets its own seed" not in (r.reason or "") for r in same.runs)  # the scoring process was fooled
+    kept = json.loads((tmp_path / "out" / "runs" / "same.json").read_text())["runs"]
+    assert [r["reason"] for r in kept] == [None, None] and kept[0]["windows"] == kept[1]["windows"]  # as they ran
+    page = (tmp_path / "out" / "feedback" / "same.html").read_text()
+    assert "depend on the race" in page
+
+
 # --- without the sandbox: the parts ----------------------------------------------------------
+
+def test_seeds_that_scored_every_window_alike_are_one_model():
+    w = [2.0, 2.5, 3.0]
+    runs = [Run(1, bpc=2.5, windows=w), Run(2, bpc=2.5, windows=[v + SAME_MODEL / 2 for v in w]),
+            Run(3, bpc=2.6, windows=[2.1, 2.6, 3.1])]
+    assert "seeds 1 and 2" in same_model(runs)
+    assert same_model([runs[0], runs[2]]) is None
+    apart = [Run(1, bpc=2.5, windows=w), Run(2, bpc=2.5, windows=[2.0, 2.5, 3.0 + 2 * SAME_MODEL])]
+    assert same_model(apart) is None  # one window apart is two models
+    assert same_model([Run(1, bpc=2.5, windows=w), Run(2, reason="not causal", windows=w)]) is None
+    assert same_model([Run(1, bpc=2.5, windows=w)]) is None
+
+
 
 def test_welch_and_the_t_distribution():
     assert board.t_sf(0.0, 5) == pytest.approx(0.5)
