@@ -7,7 +7,9 @@ seeds travel. The instructor's process checks each answer again (``checked``) be
 answer for another seed, a score or CPU time the rules do not allow, or anything that is not a
 run's plain data counts as the grader's fault, as does a task the cluster lost (a worker that
 died too often, a lost connection): the entry is ranked nowhere this time, and the next race
-runs that seed again. Only the instructor's process writes ``runs/``, so a race stopped halfway
+runs that seed again. A run that is the grader's fault on a worker that says so (its sandbox did
+not start, or it raised) is first tried on each other worker in turn: one broken worker in a good
+cluster costs no entry. Only the instructor's process writes ``runs/``, so a race stopped halfway
 resumes from there as it does on one machine.
 
 A worker is trusted code, but it runs learners' code: should one be made to lie, its answer
@@ -31,9 +33,17 @@ MAX_REASON = 1000  # characters of a reason a worker sends
 
 def verify_on_worker(code: str, seed: int, train: np.ndarray, heldout: np.ndarray, vocab_size: int,
                      rules: dict, isolate: bool) -> dict:
-    """Runs on a Dask worker: seed ``seed`` of the entry ``code`` verified there, as plain data."""
-    (run,) = verify(code, train, heldout, vocab_size, Rules(**rules), [seed], isolate=isolate)
-    return asdict(run)
+    """Runs on a Dask worker: seed ``seed`` of the entry ``code`` verified there, as plain data:
+    ``{"worker": its address, "run": the Run}``, or ``"error"`` in place of the run where this
+    worker could not verify it (so that the next try goes to another)."""
+    from distributed import get_worker
+
+    where = get_worker().address
+    try:
+        (run,) = verify(code, train, heldout, vocab_size, Rules(**rules), [seed], isolate=isolate)
+    except Exception as err:  # the worker's, not the entry's: verify tells the entry's errors as reasons
+        return {"worker": where, "error": f"{type(err).__name__}: {err}"[:MAX_REASON]}
+    return {"worker": where, "run": asdict(run)}
 
 
 def checked(answer, seed: int, rules: Rules) -> Run:
@@ -77,22 +87,48 @@ class DaskRaces:
         self.train, self.heldout = self.client.scatter([train, heldout], broadcast=True)
 
     def verify(self, code: str, seeds: list[int]) -> list[Run]:
-        """``verify`` of ``code``'s ``seeds``, each a task of the cluster's, each answer checked."""
-        futures = [self.client.submit(verify_on_worker, code, seed, self.train, self.heldout, self.vocab_size,
-                                      asdict(self.rules), self.isolate, pure=False) for seed in seeds]
+        """``verify`` of ``code``'s ``seeds``, each a task of the cluster's, each answer checked; a
+        run that is the grader's fault is tried again on a worker that has not failed it, while
+        there is one (a worker without bubblewrap, say, fails every task it takes)."""
+        futures = {seed: self._submit(code, seed, None) for seed in seeds}
         runs = []
-        for seed, future in zip(seeds, futures):
-            try:
-                run = checked(future.result(), seed, self.rules)
-            except Exception as err:  # KilledWorker (died too often), lost connection, ...
-                run = Run(seed, reason=f"the cluster could not run it ({type(err).__name__}: {err}"[:300]
-                                       + "): not the entry's doing; the next race runs it again", grader_fault=True)
+        for seed in seeds:
+            failed: set[str] = set()
+            while True:
+                run, where = self._answer(futures[seed], seed)
+                if not run.grader_fault or where is None:
+                    break
+                failed.add(where)
+                others = [w for w in self.client.scheduler_info(n_workers=-1)["workers"] if w not in failed]
+                if not others:
+                    break
+                futures[seed] = self._submit(code, seed, others)
             if run.grader_fault:  # as a sandbox that did not start here: the race stops where none starts
                 self.starts.fault(run.reason)
             else:
                 self.starts.up()
             runs.append(run)
         return runs
+
+    def _submit(self, code: str, seed: int, workers: list[str] | None):
+        return self.client.submit(verify_on_worker, code, seed, self.train, self.heldout, self.vocab_size,
+                                  asdict(self.rules), self.isolate, pure=False, workers=workers,
+                                  allow_other_workers=False)
+
+    def _answer(self, future, seed: int) -> tuple[Run, str | None]:
+        """(the checked ``Run`` of ``future``, the worker that answered, where it says one)."""
+        try:
+            answer = future.result()
+        except Exception as err:  # KilledWorker (died too often), lost connection, ...
+            return Run(seed, reason=f"the cluster could not run it ({type(err).__name__}: {err}"[:300]
+                                    + "): not the entry's doing; the next race runs it again", grader_fault=True), None
+        where = answer.get("worker") if isinstance(answer, dict) else None
+        where = where if isinstance(where, str) and len(where) <= 300 else None
+        if isinstance(answer, dict) and set(answer) == {"worker", "error"} and isinstance(answer["error"], str):
+            return Run(seed, reason=f"the cluster could not run it ({answer['error'][:300]}): not the entry's "
+                                    "doing; the next race runs it again", grader_fault=True), where
+        run = answer.get("run") if isinstance(answer, dict) and set(answer) == {"worker", "run"} else None
+        return checked(run, seed, self.rules), where
 
     def close(self) -> None:
         self.client.close()

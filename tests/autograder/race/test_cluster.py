@@ -68,6 +68,45 @@ def test_a_race_on_the_cluster_runs_on_its_workers_and_runs_again_what_it_lost(t
     assert {n: s.mean for n, s in third.items()} == {n: s.mean for n, s in again.items()}
 
 
+def _first_to_take_a_task_breaks(claim: str) -> None:
+    """Run on each worker: the first of them to start a task (it creates ``claim``) fails that
+    task and every later one, as a worker without bubblewrap would; the others work."""
+    import os
+
+    from distributed import get_worker
+
+    from autograder.race import cluster, verify
+
+    def maybe(*args, **kwargs):
+        try:
+            os.close(os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            open(claim, "w").write(get_worker().address)
+        except FileExistsError:
+            pass
+        if open(claim).read() == get_worker().address:
+            raise RuntimeError("this worker is broken")
+        return verify.verify(*args, **kwargs)
+    cluster.verify = maybe
+
+
+def test_one_broken_worker_in_a_good_cluster_costs_no_entry(tmp_path):
+    """A run the grader's fault on one worker is tried again on another, in the same race."""
+    if not isolation()[0]:
+        pytest.skip("the race runs entries in the sandbox (bubblewrap)")
+    heldout = tmp_path / "unseen.txt"
+    heldout.write_text(generated_text(12_000, seed=99))
+    folder, claim = class_of(tmp_path / "class", 1), tmp_path / "broken"
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=50) as local, distributed.Client(local) as client:
+        client.run(_first_to_take_a_task_breaks, str(claim))
+        ranked, _ = race("06_gpt", folder, tmp_path / "out", RULES, heldout, train_text=generated_text(40_000),
+                         scheduler=local.scheduler_address)
+        workers = set(client.scheduler_info(n_workers=-1)["workers"])
+    assert claim.read_text() in workers  # one worker broke, on the first task it took
+    for s in ranked:
+        assert s.rank is not None and s.reason is None and not s.runs[0].grader_fault, (s.name, s.reason)
+
+
 def test_a_workers_answer_is_kept_only_for_its_own_seed_and_within_the_rules():
     good = asdict(Run(7, bpc=1.5, cpu=3.0, params=100, curve=[(1.0, 2.0), (1.0, 1.7e308)], windows=[1.4, 1.6]))
     assert checked(good, 7, RULES) == Run(7, bpc=1.5, cpu=3.0, params=100, curve=[(1.0, 2.0)], windows=[1.4, 1.6])
@@ -86,3 +125,27 @@ def test_a_workers_answer_is_kept_only_for_its_own_seed_and_within_the_rules():
                      ({**good, "windows": [1.0, 1.2]}, "not the score's")):
         run = checked(bad, 7, RULES)
         assert run.seed == 7 and run.grader_fault and run.bpc is None and why in run.reason, (bad, run.reason)
+
+
+def test_what_a_worker_sends_is_unwrapped_with_care():
+    class Done:  # a future that has its answer
+        def __init__(self, answer):
+            self.answer = answer
+
+        def result(self):
+            if isinstance(self.answer, Exception):
+                raise self.answer
+            return self.answer
+    races = cluster.DaskRaces.__new__(cluster.DaskRaces)
+    races.rules = RULES
+    good = asdict(Run(7, bpc=1.5, cpu=3.0, params=100, windows=[1.5]))
+    assert races._answer(Done({"worker": "tcp://a:1", "run": good}), 7) == (checked(good, 7, RULES), "tcp://a:1")
+    for answer, where, why in (({"worker": "tcp://a:1", "error": "OSError: no bwrap"}, "tcp://a:1", "no bwrap"),
+                               ({"worker": 3, "run": good}, None, None),  # no address: not tried elsewhere
+                               ({"worker": "tcp://a:1", "run": good, "more": 1}, "tcp://a:1", "not a run"),
+                               ({"worker": "tcp://a:1", "error": 5}, "tcp://a:1", "not a run"),
+                               (good, None, "not a run"), (RuntimeError("lost"), None, "lost")):
+        run, said = races._answer(Done(answer), 7)
+        assert said == where, answer
+        if why:
+            assert run.grader_fault and run.bpc is None and why in run.reason, (answer, run.reason)
