@@ -36,7 +36,7 @@ def verify_on_worker(code: str, seed: int, train: np.ndarray, heldout: np.ndarra
     """Runs on a Dask worker: seed ``seed`` of the entry ``code`` verified there, as plain data:
     ``{"worker": its address, "run": the Run}``, or ``"error"`` in place of the run where this
     worker could not verify it (so that the next try goes to another)."""
-    from distributed import get_worker
+    from distributed import get_worker  # lazy: Dask, on a worker only
 
     where = get_worker().address
     try:
