@@ -9,16 +9,19 @@
 #              parameters (Triton against SDPA, the torch paths, autocast, attention dropout,
 #              layer norm's mixed dtypes, torch.compile); 1-3 minutes, most of it Triton's
 #              autotuning and compiling
-#   flash      benchmarks/flash_gpu.py in bfloat16, d_k 64, T = 1024 and 4096 (the goal's T)
+#   flash      benchmarks/flash_gpu.py against SDPA's flash backend, bfloat16 and float16, d_k 64
+#              and 128, T = 1024, 2048 and 4096, with the Triton tutorial's kernel beside them
+#              (float16, d_k 64) when .gpu/triton_tutorial/fused_attention.py is there
 #   gpt        benchmarks/gpt_shakespeare_gpu.py: the course's GPT against nanoGPT's own model,
 #              nanoGPT's train_shakespeare_char recipe, both compiled as nanoGPT's train.py does,
 #              stopped at step GPT_STEPS (default 2500: both were at their best by 1,750), then a
 #              profile of 10 steps of each
 #   gpt-eager  the same with neither model compiled (the figures of earlier sessions)
 #
-# nanoGPT's model.py and the Shakespeare text come from .gpu/ (ignored by git; carry it to the
-# machine): .gpu/nanogpt/model.py (github.com/karpathy/nanoGPT) and .gpu/tinyshakespeare.txt
-# (../shared/data/). Each part's output goes to the terminal and to $OUT/<part>.log (OUT, else
+# nanoGPT's model.py, the Triton tutorial and the Shakespeare text come from .gpu/ (ignored by
+# git; carry it to the machine): .gpu/nanogpt/model.py (github.com/karpathy/nanoGPT),
+# .gpu/triton_tutorial/fused_attention.py (python/tutorials/06-fused-attention.py of
+# github.com/triton-lang/triton) and .gpu/tinyshakespeare.txt (../shared/data/). Each part's output goes to the terminal and to $OUT/<part>.log (OUT, else
 # .gpu/out); a part that fails is reported and the next one still runs; the exit status is 1
 # if any failed.
 set -uo pipefail
@@ -56,7 +59,10 @@ for part in "${parts[@]}"; do
              tests/course_lib/test_flash.py tests/course_lib/test_flash_triton.py \
              tests/course_lib/test_gpt.py tests/course_lib/test_layernorm.py \
              tests/course_lib/test_transformer.py ;;
-    flash) run flash "$python" benchmarks/flash_gpu.py --dtypes bfloat16 --lengths 1024 4096 ;;
+    flash) tutorial=.gpu/triton_tutorial/fused_attention.py
+           run flash "$python" benchmarks/flash_gpu.py --dtypes bfloat16 float16 --d-k 64 128 \
+             --lengths 1024 2048 4096 --sdpa-backend flash --textbook-max-t 0 \
+             $([ -f $tutorial ] && echo --tutorial $tutorial) ;;
     gpt) run gpt "$python" benchmarks/gpt_shakespeare_gpu.py "${nanogpt[@]}" ;;
     gpt-eager) run gpt-eager "$python" benchmarks/gpt_shakespeare_gpu.py --no-compile "${nanogpt[@]}" ;;
     *) echo "unknown part: $part (tests, flash, gpt, gpt-eager)" >&2; exit 2 ;;

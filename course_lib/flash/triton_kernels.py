@@ -3,16 +3,19 @@
 Each kernel is a loop nest of ``reference.flash_forward`` / ``flash_backward`` turned inside
 out: the outer loop over query blocks (or key blocks) becomes the grid, one program per block
 and per (batch, head), and the inner loop over tiles runs inside the program, with its own
-block held on chip from start to end. Four kernels:
+block held on chip from start to end. Three kernels:
 
-    _forward_kernel            grid (query blocks, B*n_heads): out and lse, online softmax
-    _delta_kernel              grid (query blocks, B*n_heads): delta = rowsum(dout * out)
-    _backward_dk_dv_kernel     grid (key blocks,   B*n_heads): dK_j, dV_j, loop over queries
-    _backward_dq_kernel        grid (query blocks, B*n_heads): dQ_i, loop over keys
+    _forward_kernel    grid (B*n_heads, query blocks): out and lse, online softmax
+    _delta_kernel      grid (query blocks, B*n_heads): delta = rowsum(dout * out)
+    _backward_kernel   grid (B*n_heads, blocks): program j makes dK_j, dV_j (holding key block j,
+                       looping over the queries), then dQ_j (holding query block j, looping
+                       over the keys)
 
-Splitting the backward in two (dK, dV in one kernel, dQ in another) recomputes each tile's
-weights twice but lets every program own the rows it writes: no atomics, and each kernel can
-be re-run (which ``triton.autotune`` does while it times the candidates).
+The backward's two halves recompute each tile's weights twice but let every program own the
+rows it writes: no atomics, and each kernel can be re-run (which ``triton.autotune`` does
+while it times the candidates). Pairing key block j with query block j in one program
+balances causal work (the first key blocks are seen by the most queries, the first query
+blocks see the fewest keys) and makes the backward one launch after the delta kernel's.
 
 exp2. GPUs evaluate 2^x natively, and e^x = 2^(x log2 e); so the kernels scale the scores by
 scale2 = log2(e) / sqrt(d_k) and keep the running maximum m and the log-sum-exp in base 2:
@@ -61,26 +64,31 @@ def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET") == "1"
 
 
-# Candidate tiles (BLOCK_M, BLOCK_N, num_warps, num_stages) per kernel, for 16-bit inputs and
-# for float32 (twice the bytes per element, and tf32x3 splits each operand in two, so smaller
-# tiles); BLOCK_M counts queries and BLOCK_N keys. On a GPU ``triton.autotune`` times the
-# candidates once per shape and dtype and keeps the fastest; one that does not fit in shared
-# memory is skipped. The dK/dV kernel holds a key block and streams small query blocks, the dQ
-# kernel the reverse. The interpreter gets one small tile: it is slow, and autotuning slower.
-if _interpreting():
-    _FORWARD_TILES = {2: [(32, 16, 1, 1)], 4: [(32, 16, 1, 1)]}  # not square, so that a mix-up
-    _DK_DV_TILES = {2: [(16, 32, 1, 1)], 4: [(16, 32, 1, 1)]}  # of BLOCK_M and BLOCK_N shows
-    _DQ_TILES = {2: [(16, 32, 1, 1)], 4: [(16, 32, 1, 1)]}
-else:
-    _FORWARD_TILES = {2: [(128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (128, 32, 4, 3),
-                          (64, 64, 4, 3), (64, 32, 4, 2)],
-                      4: [(64, 32, 4, 2), (64, 16, 4, 2), (64, 64, 8, 2), (32, 32, 4, 2)]}
-    _DK_DV_TILES = {2: [(32, 128, 8, 3), (64, 128, 8, 3), (32, 128, 4, 3), (64, 64, 8, 3),
-                        (32, 64, 4, 3), (16, 64, 4, 2)],
-                    4: [(32, 64, 4, 2), (16, 64, 4, 2), (32, 32, 4, 2), (64, 64, 8, 2)]}
-    _DQ_TILES = {2: [(128, 32, 4, 3), (128, 32, 8, 3), (128, 64, 8, 3), (64, 64, 4, 3),
-                     (64, 32, 4, 3)],
-                 4: [(64, 32, 4, 2), (64, 16, 4, 2), (32, 32, 4, 2), (64, 64, 8, 2)]}
+# Candidate tiles per kernel, for 16-bit inputs and for float32 (twice the bytes per element, and
+# tf32x3 splits each operand in two, so smaller tiles), and for head sizes up to 64 and of 128
+# (twice the registers per row, so fewer rows or fewer warps). The forward's are (BLOCK_M,
+# BLOCK_N, num_warps, num_stages), BLOCK_M counting queries and BLOCK_N keys. The backward's are
+# (BLOCK, STEP, num_warps, num_stages): a program holds BLOCK keys while it streams the queries
+# STEP at a time (dK, dV), then BLOCK queries while it streams the keys (dQ). On a GPU
+# ``triton.autotune`` times the candidates once per shape and dtype and keeps the fastest; one
+# that does not fit in shared memory is skipped. The interpreter gets one small tile: it is slow,
+# and autotuning slower.
+if _interpreting():  # not square, so that a mix-up of the two sides shows
+    _FORWARD_TILES = {key: [(32, 16, 1, 1)] for key in ((2, True), (2, False), (4, True), (4, False))}
+    _BACKWARD_TILES = {key: [(32, 16, 1, 1)] for key in _FORWARD_TILES}
+else:  # keyed by (bytes per element, head size <= 64)
+    _FORWARD_TILES = {(2, True): [(128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3),
+                                  (128, 64, 4, 4), (128, 32, 4, 3), (64, 64, 4, 3)],
+                      (2, False): [(128, 64, 8, 3), (128, 32, 4, 3), (128, 64, 4, 2),
+                                   (64, 64, 4, 3), (128, 128, 8, 2)],
+                      (4, True): [(64, 32, 4, 2), (64, 16, 4, 2), (64, 64, 8, 2), (32, 32, 4, 2)],
+                      (4, False): [(64, 32, 4, 2), (64, 16, 4, 2), (32, 32, 4, 2), (32, 16, 4, 2)]}
+    _BACKWARD_TILES = {(2, True): [(128, 32, 4, 5), (128, 32, 4, 3), (128, 32, 8, 3),
+                                   (128, 64, 8, 3), (64, 32, 4, 3), (64, 16, 4, 3)],
+                       (2, False): [(128, 32, 8, 3), (128, 32, 4, 2), (64, 32, 4, 3),
+                                    (128, 16, 4, 3), (64, 16, 4, 2)],
+                       (4, True): [(64, 32, 4, 2), (64, 16, 4, 2), (32, 32, 4, 2), (32, 16, 4, 1)],
+                       (4, False): [(32, 16, 4, 2), (64, 16, 4, 2), (32, 32, 4, 1)]}
 _DELTA_BLOCK = 16 if _interpreting() else 128
 
 
@@ -89,18 +97,28 @@ def _jit(fn):
     return fn if triton is None else triton.jit(fn)
 
 
-def _tuned(tiles):
-    """``triton.jit`` and ``triton.autotune`` over ``tiles[element size of Q]``, per shape, dtype."""
+def _tiles_key(q_bytes, d_k, d_v):
+    """The key of ``_FORWARD_TILES`` and ``_BACKWARD_TILES`` for inputs of this size and shape."""
+    return q_bytes, max(d_k, d_v) <= 64
+
+
+def _tuned(tiles, names):
+    """``triton.jit`` and ``triton.autotune`` over ``tiles[_tiles_key(...)]``, per shape and dtype.
+
+    ``names``: what the kernel calls a candidate's two sizes ("BLOCK_M", "BLOCK_N" or "BLOCK", "STEP").
+    """
     def wrap(fn):
         if triton is None:
             return fn
-        configs = {size: [triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w, num_stages=s)
-                          for m, n, w, s in candidates] for size, candidates in tiles.items()}
+        configs = {key: [triton.Config(dict(zip(names, (a, b))), num_warps=w, num_stages=s)
+                         for a, b, w, s in candidates] for key, candidates in tiles.items()}
 
-        def for_dtype(_all_configs, named_args, **_kwargs):
-            return configs[named_args["Q"].element_size()]
-        return triton.autotune(configs[2] + configs[4], key=["T_q", "T_k", "D_K", "D_V", "CAUSAL"],
-                               prune_configs_by={"early_config_prune": for_dtype})(triton.jit(fn))
+        def for_inputs(_all_configs, named_args, **kwargs):
+            args = {**named_args, **kwargs}
+            return configs[_tiles_key(args["Q"].element_size(), args["D_K"], args["D_V"])]
+        every = [config for candidates in configs.values() for config in candidates]
+        return triton.autotune(every, key=["T_q", "T_k", "D_K", "D_V", "CAUSAL"],
+                               prune_configs_by={"early_config_prune": for_inputs})(triton.jit(fn))
     return wrap
 
 
@@ -178,7 +196,8 @@ def _scale(q):
 
 
 def _grid(n_rows, block, batch_heads):
-    return lambda meta: (triton.cdiv(n_rows, meta[block]), batch_heads)
+    """(batch·head, row block): consecutive programs take one block of every head, in turn."""
+    return lambda meta: (batch_heads, triton.cdiv(n_rows, meta[block]))
 
 
 def _forward(q, k, v, causal):
@@ -199,9 +218,8 @@ def _backward(dout, q, k, v, out, lse2, causal):
                                                         BLOCK_M=_DELTA_BLOCK)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     shape = dict(_shape_args(q, k, v, causal), scale=_scale(q), scale2=_scale(q) * LOG2_E)
-    _backward_dk_dv_kernel[_grid(k.shape[1], "BLOCK_N", BH)](
-        q, k, v, dout, lse2, delta, dk, dv, **shape)
-    _backward_dq_kernel[_grid(T_q, "BLOCK_M", BH)](q, k, v, dout, lse2, delta, dq, **shape)
+    _backward_kernel[_grid(max(T_q, k.shape[1]), "BLOCK", BH)](
+        q, k, v, dout, lse2, delta, dq, dk, dv, **shape)
     return dq, dk, dv
 
 
@@ -266,13 +284,20 @@ def _load_lse2(Lse2, q0, T_q, BLOCK_M: tl.constexpr):
 
 
 # ----------------------------------------------------------------------------- forward
-@_tuned(_FORWARD_TILES)
+@_tuned(_FORWARD_TILES, ("BLOCK_M", "BLOCK_N"))
 def _forward_kernel(Q, K, V, Out, Lse2, T_q, T_k, scale2,
                     D_K: tl.constexpr, D_V: tl.constexpr, CAUSAL: tl.constexpr,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """One program: query block i of one (batch, head). Writes out_i (BLOCK_M, D_V) and lse2_i."""
-    q0 = tl.program_id(0) * BLOCK_M
-    bh = tl.program_id(1).to(tl.int64)  # int64: bh * T * d can pass 2^31
+    """One program: query block i of one (batch, head). Writes out_i (BLOCK_M, D_V) and lse2_i.
+
+    Causal, the last query block sees the most keys: the blocks are taken last first, so that
+    the longest programs start first and the short ones fill the end of the launch.
+    """
+    i = tl.program_id(1)
+    if CAUSAL:
+        i = tl.num_programs(1) - 1 - i
+    q0 = i * BLOCK_M
+    bh = tl.program_id(0).to(tl.int64)  # int64: bh * T * d can pass 2^31
     Q += bh * T_q * D_K
     K += bh * T_k * D_K
     V += bh * T_k * D_V
@@ -328,19 +353,39 @@ def _delta_kernel(Out, dOut, Delta, T_q, D_V: tl.constexpr, BLOCK_M: tl.constexp
     tl.store(Delta + bh * T_q + rows, tl.sum(out * dout, 1), mask=rows < T_q)
 
 
-@_tuned(_DK_DV_TILES)
-def _backward_dk_dv_kernel(Q, K, V, dOut, Lse2, Delta, dK, dV, T_q, T_k, scale, scale2,
-                           D_K: tl.constexpr, D_V: tl.constexpr, CAUSAL: tl.constexpr,
-                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """One program: key block j. dV_j = sum_i A_ij^T dout_i, dK_j = sum_i dS_ij^T Q_i / sqrt(d_k).
+@_tuned(_BACKWARD_TILES, ("BLOCK", "STEP"))
+def _backward_kernel(Q, K, V, dOut, Lse2, Delta, dQ, dK, dV, T_q, T_k, scale, scale2,
+                     D_K: tl.constexpr, D_V: tl.constexpr, CAUSAL: tl.constexpr,
+                     BLOCK: tl.constexpr, STEP: tl.constexpr):
+    """One program: block j of one (batch, head), on both sides. First dK_j and dV_j of keys
+    j*BLOCK .., streaming the queries that see them STEP at a time; then dQ_j of queries
+    j*BLOCK .., streaming the keys they see. Each program owns the rows it writes.
+
+    Causal with T_q = T_k, key block j is seen by the queries from block j on, and query block j
+    sees the keys up to block j: the two loops of a program add up to about T rows whatever j
+    is, so every program does the same work (and one launch does the whole backward).
+    """
+    j0 = tl.program_id(1) * BLOCK
+    bh = tl.program_id(0).to(tl.int64)
+    if j0 < T_k:
+        _dk_dv_block(Q, K, V, dOut, Lse2, Delta, dK, dV, bh, j0, T_q, T_k, scale, scale2,
+                     D_K, D_V, CAUSAL, BLOCK_M=STEP, BLOCK_N=BLOCK)
+    if j0 < T_q:
+        _dq_block(Q, K, V, dOut, Lse2, Delta, dQ, bh, j0, T_q, T_k, scale, scale2,
+                  D_K, D_V, CAUSAL, BLOCK_M=BLOCK, BLOCK_N=STEP)
+
+
+@_jit
+def _dk_dv_block(Q, K, V, dOut, Lse2, Delta, dK, dV, bh, k0, T_q, T_k, scale, scale2,
+                 D_K: tl.constexpr, D_V: tl.constexpr, CAUSAL: tl.constexpr,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Keys k0 .. k0+BLOCK_N-1: dV_j = sum_i A_ij^T dout_i, dK_j = sum_i dS_ij^T Q_i / sqrt(d_k).
 
     Queries before lo cannot see key block j; tiles in [lo, a) cross the diagonal (masked),
     those in [a, T_q) see the whole block. The last query block may run past T_q, and needs
     no mask all the same: its missing rows load as zeros (q, dout, lse2, delta), so A = 1 there
     and dS = A * (0 - 0) = 0, which add exactly 0 to dV += A^T dout and dK += dS^T Q.
     """
-    k0 = tl.program_id(0) * BLOCK_N
-    bh = tl.program_id(1).to(tl.int64)
     Q += bh * T_q * D_K
     dOut += bh * T_q * D_V
     Lse2 += bh * T_q
@@ -390,13 +435,11 @@ def _dk_dv_tiles(dk, dv, k, v, k0, lo, hi, Q, dOut, Lse2, Delta, T_q, T_k, scale
     return dk, dv
 
 
-@_tuned(_DQ_TILES)
-def _backward_dq_kernel(Q, K, V, dOut, Lse2, Delta, dQ, T_q, T_k, scale, scale2,
-                        D_K: tl.constexpr, D_V: tl.constexpr, CAUSAL: tl.constexpr,
-                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """One program: query block i. dQ_i = sum_j dS_ij K_j / sqrt(d_k), over the keys it sees."""
-    q0 = tl.program_id(0) * BLOCK_M
-    bh = tl.program_id(1).to(tl.int64)
+@_jit
+def _dq_block(Q, K, V, dOut, Lse2, Delta, dQ, bh, q0, T_q, T_k, scale, scale2,
+              D_K: tl.constexpr, D_V: tl.constexpr, CAUSAL: tl.constexpr,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Queries q0 .. q0+BLOCK_M-1: dQ_i = sum_j dS_ij K_j / sqrt(d_k), over the keys they see."""
     K += bh * T_k * D_K
     V += bh * T_k * D_V
     q = _load_rows(Q + bh * T_q * D_K, q0, T_q, BLOCK_M, D_K)  # (BLOCK_M, D_K), held

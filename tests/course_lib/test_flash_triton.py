@@ -212,13 +212,14 @@ def _compiled_shared_memory():
     scalars = {"T_q": "i32", "T_k": "i32", "scale": "fp32", "scale2": "fp32"}
     shared = {}
     for dtype, d, causal, size in (("bf16", 64, True, 2), ("fp32", 128, False, 4)):
-        kernels = [(tk._forward_kernel, tk._FORWARD_TILES), (tk._delta_kernel, None),
-                   (tk._backward_dk_dv_kernel, tk._DK_DV_TILES),
-                   (tk._backward_dq_kernel, tk._DQ_TILES)]
-        for kernel, tiles in kernels:
+        key = tk._tiles_key(size, d, d)
+        kernels = [(tk._forward_kernel, tk._FORWARD_TILES, ("BLOCK_M", "BLOCK_N")),
+                   (tk._delta_kernel, None, ("BLOCK_M", None)),
+                   (tk._backward_kernel, tk._BACKWARD_TILES, ("BLOCK", "STEP"))]
+        for kernel, tiles, names in kernels:
             fn = kernel.fn if tiles else kernel  # the jitted function under the autotuner
-            m, n, warps, stages = tiles[size][0] if tiles else (tk._DELTA_BLOCK, None, 4, 1)
-            constants = {"D_K": d, "D_V": d, "CAUSAL": causal, "BLOCK_M": m, "BLOCK_N": n}
+            a, b, warps, stages = tiles[key][0] if tiles else (tk._DELTA_BLOCK, None, 4, 1)
+            constants = {"D_K": d, "D_V": d, "CAUSAL": causal, **dict(zip(names, (a, b)))}
             constants = {name: value for name, value in constants.items() if name in fn.arg_names}
             signature = {name: "constexpr" if name in constants
                          else scalars.get(name) or pointers.get(name) or f"*{dtype}"
