@@ -27,6 +27,7 @@ The verdict is ``JudgeOutputs``'s, in the next step.
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from contextlib import contextmanager
@@ -134,6 +135,9 @@ class SandboxKernelManager(AsyncKernelManager):
         self.ip = self.sandbox.reach(info)  # the kernel's own path stays in its connection file
 
 
+ALIVE_EVERY = 0.1  # seconds between two looks at a running cell's kernel (nbclient's own: 1)
+
+
 class _Client(NotebookClient):
     """nbclient that keeps at most ``output_limit`` characters of a cell's output, and at most
     ``notebook_limit`` of all cells' but the graded ones, together.
@@ -197,6 +201,19 @@ class _Client(NotebookClient):
         payload = (execute_reply or {}).get("content", {}).get("payload", [])
         if any(isinstance(p, dict) and p.get("source") == "ask_exit" for p in payload):
             self.__dict__.setdefault("_exits", set()).add(cell_index)
+
+    async def _async_poll_kernel_alive(self) -> None:
+        """nbclient's watch on the kernel while a cell runs, every ``ALIVE_EVERY`` seconds where
+        nbclient looks every second: a cell that kills its kernel (os._exit, a crash, the memory
+        limit) is noticed sooner, and the notebook starts again sooner. A look is a ``poll`` of
+        the kernel's process."""
+        while True:
+            await asyncio.sleep(ALIVE_EVERY)
+            try:
+                await self._async_check_alive()
+            except DeadKernelError:
+                self.task_poll_for_reply.cancel()
+                return
 
     def asked_to_exit(self, cell_index: int) -> bool:
         return cell_index in self.__dict__.get("_exits", set())
