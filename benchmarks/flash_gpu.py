@@ -144,7 +144,8 @@ def _time_ms(fn, *args):
 
 
 def _peak_mib(fn, q, k, v, dout):
-    """Memory one forward + backward of fn adds at its peak, in MiB, the gradients included.
+    """Memory one forward + backward of fn adds at its peak, in MiB, the gradients included,
+    and that run's out (its gradients stay in q.grad, k.grad and v.grad).
 
     The timed runs leave their gradients in q.grad, k.grad and v.grad; they are dropped before
     ``before`` is read, so that they are not counted as allocated already (``_run`` drops them
@@ -155,9 +156,9 @@ def _peak_mib(fn, q, k, v, dout):
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     before = torch.cuda.memory_allocated()
-    _run(fn, q, k, v, dout, True)
+    out = _run(fn, q, k, v, dout, True)
     torch.cuda.synchronize()
-    return (torch.cuda.max_memory_allocated() - before) / 2**20
+    return (torch.cuda.max_memory_allocated() - before) / 2**20, out
 
 
 def measure(T, d_k, dtype, args, tutorial=None):
@@ -203,8 +204,8 @@ def measure(T, d_k, dtype, args, tutorial=None):
 
 def _summary(fn, times, reference, q, k, v, dout):
     """Median times, peak memory, max |out - SDPA's| and the largest gradient difference."""
-    peak = _peak_mib(fn, q, k, v, dout)
-    out = _run(fn, q, k, v, dout, True).detach().float()
+    peak, out = _peak_mib(fn, q, k, v, dout)
+    out = out.detach().float()
     diff = grad_diff = math.nan
     if reference is not None:
         ref_out, ref_grads = reference
