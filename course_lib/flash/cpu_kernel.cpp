@@ -4,6 +4,9 @@
 // with the element-wise steps of each tile (row maximum, exp, rescale, row sums, the causal cut)
 // done in plain loops on the tile while it is still in cache, instead of one torch op each.
 // Tile products go to a small hand-written GEMM (see "tile products" below for why not MKL).
+// Every B of a tile product is read from panels (NR columns side by side, zero-padded): the
+// forward cuts K^T's and V's key tiles into panels once per call, the backward a key block's
+// K_j^T and V_j^T once per block, the rest is cut as each product needs it.
 // The causal cut is computed per row (how many keys of the tile a query sees), so no -inf is
 // ever written or exponentiated; key tiles wholly in a query block's future are never visited,
 // and the backward trims each tile's key columns to the last one its query block sees.
@@ -51,7 +54,9 @@ struct Strided {
 template <int R>
 void micro_kernel(int K, const Strided& A, const float* panel, float alpha, float beta, float* c,
                   int ldc, int nr) {
-  v8 acc[R][2] = {};
+  v8 acc[R][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = v8{};
   for (int kk = 0; kk < K; ++kk) {
     const v8 b0 = *reinterpret_cast<const v8*>(panel + kk * NR);
     const v8 b1 = *reinterpret_cast<const v8*>(panel + kk * NR + 8);
@@ -63,7 +68,21 @@ void micro_kernel(int K, const Strided& A, const float* panel, float alpha, floa
       acc[r][1] += ar * b1;
     }
   }
-  for (int r = 0; r < R; ++r) {
+  if (nr == NR) {  // a whole block: from the registers to C, one vector a half row
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      v8* cr = reinterpret_cast<v8*>(c + r * ldc);  // v8 is aligned(4): any float address
+      if (beta == 0.f) {
+        cr[0] = alpha * acc[r][0];
+        cr[1] = alpha * acc[r][1];
+      } else {
+        cr[0] += alpha * acc[r][0];
+        cr[1] += alpha * acc[r][1];
+      }
+    }
+    return;
+  }
+  for (int r = 0; r < R; ++r) {  // the last columns of C: nr of the NR
     float row[NR];
     std::memcpy(row, acc[r], sizeof row);
     float* cr = c + r * ldc;
@@ -71,6 +90,23 @@ void micro_kernel(int K, const Strided& A, const float* panel, float alpha, floa
       for (int j = 0; j < nr; ++j) cr[j] = alpha * row[j];
     else
       for (int j = 0; j < nr; ++j) cr[j] += alpha * row[j];
+  }
+}
+
+// C[0:M, 0:nr] (ldc) = alpha * A B + beta * C for one K x NR panel B: every block of MR rows of A.
+void multiply_panel(int M, int K, float alpha, const Strided& A, const float* panel, float beta,
+                    float* C, int ldc, int nr) {
+  for (int i0 = 0; i0 < M; i0 += MR) {
+    const Strided a{A.p + i0 * A.rs, A.rs, A.cs};
+    float* c = C + i0 * ldc;
+    switch (std::min(MR, M - i0)) {
+      case 6: micro_kernel<6>(K, a, panel, alpha, beta, c, ldc, nr); break;
+      case 5: micro_kernel<5>(K, a, panel, alpha, beta, c, ldc, nr); break;
+      case 4: micro_kernel<4>(K, a, panel, alpha, beta, c, ldc, nr); break;
+      case 3: micro_kernel<3>(K, a, panel, alpha, beta, c, ldc, nr); break;
+      case 2: micro_kernel<2>(K, a, panel, alpha, beta, c, ldc, nr); break;
+      default: micro_kernel<1>(K, a, panel, alpha, beta, c, ldc, nr);
+    }
   }
 }
 
@@ -84,22 +120,83 @@ void gemm(int M, int N, int K, float alpha, Strided A, Strided B, float beta, fl
     for (int kk = 0; kk < K; ++kk) {
       const float* b = B.p + kk * B.rs + j0 * B.cs;
       float* dst = panel + kk * NR;
+      if (B.cs == 1 && nr == NR) {  // a row-major B: one 64-byte copy a row
+        std::memcpy(dst, b, sizeof(float) * NR);
+        continue;
+      }
       for (int j = 0; j < nr; ++j) dst[j] = b[j * B.cs];
       for (int j = nr; j < NR; ++j) dst[j] = 0.f;
     }
-    for (int i0 = 0; i0 < M; i0 += MR) {
-      const Strided a{A.p + i0 * A.rs, A.rs, A.cs};
-      float* c = C + i0 * ldc + j0;
-      switch (std::min(MR, M - i0)) {
-        case 6: micro_kernel<6>(K, a, panel, alpha, beta, c, ldc, nr); break;
-        case 5: micro_kernel<5>(K, a, panel, alpha, beta, c, ldc, nr); break;
-        case 4: micro_kernel<4>(K, a, panel, alpha, beta, c, ldc, nr); break;
-        case 3: micro_kernel<3>(K, a, panel, alpha, beta, c, ldc, nr); break;
-        case 2: micro_kernel<2>(K, a, panel, alpha, beta, c, ldc, nr); break;
-        default: micro_kernel<1>(K, a, panel, alpha, beta, c, ldc, nr);
-      }
-    }
+    multiply_panel(M, K, alpha, A, panel, beta, C + j0, ldc, nr);
   }
+}
+
+// A B already cut into panels (cut_panels, row_panels): columns j0 .. j0 + NR of B are K x NR
+// floats at p + (j0 / NR) * stride, zero past B's last column (a product may use the first K
+// rows of longer panels).
+struct Panels {
+  const float* p;
+  int64_t stride;
+};
+
+void gemm(int M, int N, int K, float alpha, Strided A, Panels B, float beta, float* C, int ldc) {
+  for (int j0 = 0; j0 < N; j0 += NR)
+    multiply_panel(M, K, alpha, A, B.p + (j0 / NR) * B.stride, beta, C + j0, ldc,
+                   std::min(NR, N - j0));
+}
+
+// Rows 0 .. count - 1 of x (row-major, d wide) as the columns of x^T cut into ceil(block / NR)
+// panels of d x NR floats at dst, zero past row `count`: the B of a product with x^T, cut once.
+void cut_panels(const float* x, int64_t count, int64_t d, int64_t block, float* dst) {
+  std::fill(dst, dst + (block + NR - 1) / NR * NR * d, 0.f);
+  for (int64_t j = 0; j < count; ++j) {
+    const float* row = x + j * d;
+    float* col = dst + (j / NR) * d * NR + j % NR;
+    for (int64_t kk = 0; kk < d; ++kk) col[kk * NR] = row[kk];
+  }
+}
+
+// Rows 0 .. count - 1 of x (row-major, d wide) cut into ceil(d / NR) panels of block x NR floats
+// at dst, zero past column d and row `count`: the B of a product with x itself, cut once.
+void cut_row_panels(const float* x, int64_t count, int64_t d, int64_t block, float* dst) {
+  const int64_t per = (d + NR - 1) / NR;
+  std::fill(dst, dst + per * block * NR, 0.f);
+  for (int64_t j = 0; j < count; ++j)
+    for (int64_t p = 0; p < per; ++p)
+      std::memcpy(dst + (p * block + j) * NR, x + j * d + p * NR,
+                  sizeof(float) * std::min<int64_t>(NR, d - p * NR));
+}
+
+// x (N, T, d) as the B of products with x^T (transposed) or with x, `block` rows a tile:
+// (N, tiles, ceil(block / NR), d, NR) by cut_panels, or (N, tiles, ceil(d / NR), block, NR) by
+// cut_row_panels. Every query block of the forward multiplies the same key tiles, so each is
+// cut into panels once, not once per product, and a tile's panels lie side by side in memory.
+at::Tensor tile_panels(const at::Tensor& x, int64_t block, bool transposed) {
+  const int64_t N = x.size(0), T = x.size(1), d = x.size(2);
+  const int64_t tiles = (T + block - 1) / block;
+  const int64_t per = transposed ? (block + NR - 1) / NR : (d + NR - 1) / NR;
+  at::Tensor out = transposed ? at::empty({N, tiles, per, d, NR}, x.options())
+                              : at::empty({N, tiles, per, block, NR}, x.options());
+  const int64_t tile_floats = out.stride(1);
+  const float* src = x.data_ptr<float>();
+  float* dst = out.data_ptr<float>();
+  at::parallel_for(0, N * tiles, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / tiles, t = item % tiles;
+      const float* rows = src + (n * T + t * block) * d;
+      const int64_t count = std::min(block, T - t * block);
+      if (transposed)
+        cut_panels(rows, count, d, block, dst + item * tile_floats);
+      else
+        cut_row_panels(rows, count, d, block, dst + item * tile_floats);
+    }
+  });
+  return out;
+}
+
+// The panels of tile t of head n in tile_panels(x, block) (x's last axis d).
+inline Panels tile(const at::Tensor& panels, int64_t n, int64_t t) {
+  return {panels.data_ptr<float>() + (n * panels.size(1) + t) * panels.stride(1), panels.stride(2)};
 }
 
 // Row-major (rows x cols, leading dimension ld) as a Strided matrix, or its transpose.
@@ -141,12 +238,10 @@ struct Dims {
 
 // One query block [q0, q0 + rows) of head n: online softmax over its visible key tiles.
 // s: rows x block_k scratch; acc: rows x d_v; m, l: rows.
-void forward_block(const Dims& D, const float* q, const float* kT, const float* v, float* out,
-                   float* lse, int64_t n, int64_t q0, int rows, int block_k, float* s, float* acc,
-                   float* m, float* l, float* panel) {
+void forward_block(const Dims& D, const float* q, const at::Tensor& kP, const at::Tensor& vP,
+                   float* out, float* lse, int64_t n, int64_t q0, int rows, int block_k, float* s,
+                   float* acc, float* m, float* l) {
   const float* qn = q + (n * D.T_q + q0) * D.d_k;
-  const float* kn = kT + n * D.d_k * D.T_k;  // (d_k, T_k): a tile's columns are contiguous
-  const float* vn = v + n * D.T_k * D.d_v;
   const int d_k = D.d_k, d_v = D.d_v;
   std::fill(m, m + rows, 0.f);  // any value: l = 0 until a key is seen
   std::fill(l, l + rows, 0.f);
@@ -154,7 +249,7 @@ void forward_block(const Dims& D, const float* q, const float* kT, const float* 
   const int64_t stop = D.causal ? std::clamp<int64_t>(q0 + rows + D.offset, 0, D.T_k) : D.T_k;
   for (int64_t k0 = 0; k0 < stop; k0 += block_k) {
     const int cols = static_cast<int>(std::min<int64_t>(block_k, stop - k0));
-    gemm(rows, cols, d_k, D.scale, mat(qn, d_k), mat(kn + k0, D.T_k), 0.f, s, block_k, panel);
+    gemm(rows, cols, d_k, D.scale, mat(qn, d_k), tile(kP, n, k0 / block_k), 0.f, s, block_k);
     for (int r = 0; r < rows; ++r) {
       float* sr = s + r * block_k;
       const int vis = visible(D.causal, q0 + r, D.offset, k0, cols);
@@ -177,7 +272,7 @@ void forward_block(const Dims& D, const float* q, const float* kT, const float* 
       l[r] = l[r] * alpha + sum;
       m[r] = m_new;
     }
-    gemm(rows, d_v, cols, 1.f, mat(s, block_k), mat(vn + k0 * d_v, d_v), 1.f, acc, d_v, panel);
+    gemm(rows, d_v, cols, 1.f, mat(s, block_k), tile(vP, n, k0 / block_k), 1.f, acc, d_v);
   }
   float* on = out + (n * D.T_q + q0) * d_v;
   for (int r = 0; r < rows; ++r) {
@@ -189,9 +284,9 @@ void forward_block(const Dims& D, const float* q, const float* kT, const float* 
 
 // Key block [k0, k0 + cols) of head n against every query block that sees it: adds into
 // dk, dv (rows k0 .. of head n) and into dq_n (T_q x d_k, head n's accumulator).
-// p, dp: block_q x block_k scratch.
-void backward_block(const Dims& D, const float* q, const float* k, const float* kT,
-                    const float* v, const float* vT,
+// p, dp: block_q x block_k scratch; kTj, vTj: K_j^T and V_j^T cut into panels (cut_panels).
+void backward_block(const Dims& D, const float* q, const float* k, Panels kTj, const float* v,
+                    Panels vTj,
                     const float* dout, const float* lse, const float* delta, float* dq_n, float* dk,
                     float* dv, int64_t n, int64_t k0, int n_cols, int block_q, int block_k, float* p,
                     float* dp, float* panel) {
@@ -200,8 +295,6 @@ void backward_block(const Dims& D, const float* q, const float* k, const float* 
   const float* don = dout + n * D.T_q * d_v;
   const float* kj = k + (n * D.T_k + k0) * d_k;
   const float* vj = v + (n * D.T_k + k0) * d_v;
-  const float* kTj = kT + n * d_k * D.T_k + k0;  // (d_k, T_k) and (d_v, T_k) per head
-  const float* vTj = vT + n * d_v * D.T_k + k0;
   float* dkj = dk + (n * D.T_k + k0) * d_k;
   float* dvj = dv + (n * D.T_k + k0) * d_v;
   // under causal, queries before position k0 see none of these keys
@@ -211,7 +304,7 @@ void backward_block(const Dims& D, const float* q, const float* k, const float* 
     // keys past the block's last query position get no weight: leave them out of every product
     const int cols = D.causal ? static_cast<int>(std::min<int64_t>(n_cols, q0 + rows + D.offset - k0))
                               : n_cols;
-    gemm(rows, cols, d_k, D.scale, mat(qn + q0 * d_k, d_k), mat(kTj, D.T_k), 0.f, p, block_k, panel);
+    gemm(rows, cols, d_k, D.scale, mat(qn + q0 * d_k, d_k), kTj, 0.f, p, block_k);
     const float* lse_i = lse + n * D.T_q + q0;
     for (int r = 0; r < rows; ++r) {  // p = A_ij = exp(S_ij - lse_i), 0 where not visible
       float* pr = p + r * block_k;
@@ -222,7 +315,7 @@ void backward_block(const Dims& D, const float* q, const float* k, const float* 
     }
     const float* do_i = don + q0 * d_v;
     gemm(cols, d_v, rows, 1.f, mat_t(p, block_k), mat(do_i, d_v), 1.f, dvj, d_v, panel);  // dv += A^T dO
-    gemm(rows, cols, d_v, 1.f, mat(do_i, d_v), mat(vTj, D.T_k), 0.f, dp, block_k, panel);  // dA = dO V^T
+    gemm(rows, cols, d_v, 1.f, mat(do_i, d_v), vTj, 0.f, dp, block_k);  // dA = dO V^T
     const float* delta_i = delta + n * D.T_q + q0;
     for (int r = 0; r < rows; ++r) {  // dS = A * (dA - delta)
       float* dpr = dp + r * block_k;
@@ -278,19 +371,19 @@ std::tuple<at::Tensor, at::Tensor> flash_forward(const at::Tensor& q, const at::
   at::Tensor out = at::empty({D.N, D.T_q, D.d_v}, q.options());
   at::Tensor lse = at::empty({D.N, D.T_q}, q.options());
   const int64_t n_blocks = (D.T_q + block_q - 1) / block_q;
-  const float *qp = q.data_ptr<float>(), *kp = k.data_ptr<float>(), *vp = v.data_ptr<float>();
+  const float* qp = q.data_ptr<float>();
   float *op = out.data_ptr<float>(), *lp = lse.data_ptr<float>();
-  at::Tensor kT = k.transpose(1, 2).contiguous();  // (N, d_k, T_k): packing B reads rows
-  const float* kTp = kT.data_ptr<float>();
-  const int64_t scratch = block_q * block_k + block_q * D.d_v + 2 * block_q + panel_floats(D, block_q, block_k);
+  // K^T's and V's key tiles, cut into panels once
+  const at::Tensor kP = tile_panels(k, block_k, true), vP = tile_panels(v, block_k, false);
+  const int64_t scratch = block_q * block_k + block_q * D.d_v + 2 * block_q;  // s, acc, m, l
   // the last query blocks see the most keys under causal: they go first
   for_each_item(D.N * n_blocks, scratch, [&](int64_t t, int64_t, float* s) {
     const int64_t n = t % D.N, q0 = (n_blocks - 1 - t / D.N) * block_q;
     const int rows = static_cast<int>(std::min(block_q, D.T_q - q0));
     float* acc = s + block_q * block_k;
     float* m = acc + block_q * D.d_v;
-    forward_block(D, qp, kTp, vp, op, lp, n, q0, rows, static_cast<int>(block_k), s, acc, m,
-                  m + block_q, m + 2 * block_q);
+    forward_block(D, qp, kP, vP, op, lp, n, q0, rows, static_cast<int>(block_k), s, acc, m,
+                  m + block_q);
   });
   return {out, lse};
 }
@@ -315,18 +408,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_backward(
   const float* deltap = delta.data_ptr<float>();
   float *dqp = dq.data_ptr<float>(), *dkp = dk.data_ptr<float>(), *dvp = dv.data_ptr<float>();
   float* extrap = dq_extra.data_ptr<float>();
-  at::Tensor kT = k.transpose(1, 2).contiguous(), vT = v.transpose(1, 2).contiguous();
-  const float *kTp = kT.data_ptr<float>(), *vTp = vT.data_ptr<float>();
   const int64_t head = D.T_q * D.d_k;
   const int bq = static_cast<int>(block_q), bk = static_cast<int>(block_k);
   // the first key blocks are seen by the most queries under causal: they go first
-  const int64_t scratch = 2 * block_q * block_k + panel_floats(D, block_q, block_k);
+  // per thread: p, dp, gemm's panel, then the key block's K_j^T and V_j^T in panels
+  const int64_t cut = (block_k + NR - 1) / NR * NR;
+  const int64_t scratch = 2 * block_q * block_k + panel_floats(D, block_q, block_k) + cut * (D.d_k + D.d_v);
   for_each_item(D.N * n_blocks, scratch, [&](int64_t t, int64_t slot, float* p) {
     const int64_t n = t % D.N, k0 = (t / D.N) * block_k;
     float* dq_n = (slot == 0 ? dqp : extrap + (slot - 1) * D.N * head) + n * head;
     const int cols = static_cast<int>(std::min(block_k, D.T_k - k0));
-    backward_block(D, qp, kp, kTp, vp, vTp, dop, lp, deltap, dq_n, dkp, dvp, n, k0, cols, bq, bk, p,
-                   p + block_q * block_k, p + 2 * block_q * block_k);
+    float* panel = p + 2 * block_q * block_k;
+    float* kTj = panel + panel_floats(D, block_q, block_k);
+    float* vTj = kTj + cut * D.d_k;
+    cut_panels(kp + (n * D.T_k + k0) * D.d_k, cols, D.d_k, block_k, kTj);  // once per key block
+    cut_panels(vp + (n * D.T_k + k0) * D.d_v, cols, D.d_v, block_k, vTj);
+    backward_block(D, qp, kp, {kTj, D.d_k * NR}, vp, {vTj, D.d_v * NR}, dop, lp, deltap, dq_n, dkp, dvp, n, k0, cols, bq,
+                   bk, p, p + block_q * block_k, panel);
   });
   if (threads > 1) dq.add_(dq_extra.sum(0));
   return {dq, dk, dv};

@@ -23,6 +23,7 @@ CASES = [((), 5, 5, 3, 3, False, 2, 2),
          ((2, 3), 9, 4, 3, 5, True, 4, 3),
          ((2,), 6, 9, 2, 3, False, 4, 4),
          ((3,), 13, 13, 4, 4, True, 5, 6),
+         ((2,), 100, 100, 20, 18, True, 48, 40),  # panels cut past 16 columns, padded
          ((1, 3), 300, 300, 64, 64, True, compiled.BLOCK_Q, compiled.BLOCK_K),
          ((2,), 70, 300, 16, 8, True, compiled.BLOCK_Q, compiled.BLOCK_K),
          # long enough that a second thread surely takes some of the backward's key blocks
